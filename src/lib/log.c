@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Leveled logging to stderr, journal-aware. See log.h.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+
+static const char *log_program = "ebs-hydrate";
+static int log_max_level = LOG_INFO;
+static int log_to_journal = -1;
+
+static int stderr_is_journal(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+
+        if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+                return 0;
+        if (fstat(STDERR_FILENO, &st) < 0)
+                return 0;
+        return st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
+}
+
+void log_setup(const char *program) {
+        if (program)
+                log_program = program;
+        log_to_journal = stderr_is_journal();
+}
+
+void log_set_max_level(int level) {
+        log_max_level = level;
+}
+
+int log_get_max_level(void) {
+        return log_max_level;
+}
+
+int log_internal(int level, int error, const char *format, ...) {
+        int saved = errno;
+        char buf[1024];
+        va_list ap;
+
+        if (error < 0)
+                errno = -error; /* lets vsnprintf expand %m to the right message */
+        if (level <= log_max_level) {
+                va_start(ap, format);
+                (void)vsnprintf(buf, sizeof(buf), format, ap);
+                va_end(ap);
+                if (log_to_journal < 0)
+                        log_to_journal = stderr_is_journal();
+                if (log_to_journal)
+                        (void)fprintf(stderr, "<%d>%s\n", level, buf);
+                else
+                        (void)fprintf(stderr, "%s: %s\n", log_program, buf);
+        }
+        errno = saved;
+        return error < 0 ? error : -EIO;
+}
