@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration, systemd-style: hydrate.conf plus hydrate.conf.d/ drop-ins from a search path,
+ * each file optionally restricted to some devices by a [Match] section, later files winning.
+ * The merge is pure: it needs no device, only the names a [Match] can test.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CONFIG_FILE_NAME "hydrate.conf"
+#define CONFIG_DROPIN_DIR_NAME "hydrate.conf.d"
+#define CONFIG_LINE_MAX 199 /* longer lines are an error, never silently truncated */
+
+#define HYDRATE_DEFAULT_QUEUE_DEPTH 32u
+#define HYDRATE_DEFAULT_BLOCK_SIZE (UINT64_C(1) << 20)
+#define HYDRATE_QUEUE_DEPTH_MAX 1024u
+#define HYDRATE_BLOCK_SIZE_MIN UINT64_C(4096)
+#define HYDRATE_BLOCK_SIZE_MAX (UINT64_C(64) << 20)
+
+/* What a [Hydrate] section sets. Defaults come from hydrate_settings_init(). */
+typedef struct HydrateSettings {
+        bool enabled;         /* Enabled= */
+        unsigned queue_depth; /* QueueDepth=, 1..HYDRATE_QUEUE_DEPTH_MAX */
+        uint64_t block_size;  /* BlockSize=, multiple of 4096 within [MIN, MAX] */
+        uint64_t rate_limit;  /* RateLimit=, bytes per second, 0 = unlimited */
+} HydrateSettings;
+
+/* What a [Match] section can test. Any field may be NULL or "" (unknown): it then matches nothing.
+ */
+typedef struct MatchTarget {
+        const char *volume_id;   /* vol-0123456789abcdef0 */
+        const char *device_name; /* block-device mapping: sdf, /dev/sdf, xvdf ... */
+        const char *kernel_name; /* nvme1n1 */
+} MatchTarget;
+
+void hydrate_settings_init(HydrateSettings *s);
+
+/*
+ * config_load() - merge the configuration that applies to @target.
+ * @dirs: NULL-terminated search path, lowest priority first (e.g. /usr/lib/ebs-hydrate, then
+ *        /etc/ebs-hydrate). Missing directories and files are fine.
+ * @settings: in: defaults; out: merged result.
+ * @ret_error: on failure, a malloc'ed "FILE:LINE: what is wrong" (or "FILE: ..." for I/O errors).
+ *
+ * Order: hydrate.conf of the highest-priority directory that has one, then every
+ * hydrate.conf.d/<name>.conf sorted by <name> (a name in a higher-priority directory hides the
+ * same name in a lower one). A file whose [Match] does not match @target is skipped, but it is
+ * still fully validated: a bad file is an error whether it applies or not.
+ * Returns 0, -EINVAL for a bad file, or another negative errno for I/O errors.
+ */
+int config_load(const char *const *dirs, const MatchTarget *target, HydrateSettings *settings,
+                char **ret_error);
+
+/*
+ * config_apply_file() - parse one file and, if its [Match] matches, apply it to @settings.
+ * Same error contract as config_load(). Exposed for tests and for `ebs-hydratectl` later.
+ */
+int config_apply_file(const char *path, const MatchTarget *target, HydrateSettings *settings,
+                      char **ret_error);
+
+/* device_name_matches() - glob @pattern against mapping @name, treating sdX/xvdX and /dev/ prefixes
+ * alike. */
+bool device_name_matches(const char *pattern, const char *name);

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsing and formatting of the values admins type and read: sizes with binary suffixes,
+ * booleans, bounded integers, human-readable byte counts and durations. Pure functions.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * parse_size() - parse "4096", "128K", "1M", "1MiB", "2G", "1T" (powers of 1024).
+ * Suffixes: none, B, K/KiB, M/MiB, G/GiB, T/TiB, in any case ("KB" is ambiguous: rejected).
+ * Leading/trailing whitespace is an error; so are negative numbers, fractions, overflow and
+ * unknown suffixes. Returns 0, -EINVAL (syntax) or -ERANGE (overflow).
+ */
+int parse_size(const char *s, uint64_t *ret);
+
+/* parse_boolean() - "1|yes|y|true|t|on" / "0|no|n|false|f|off", case-insensitive. 0 or -EINVAL. */
+int parse_boolean(const char *s, bool *ret);
+
+/* parse_unsigned() - decimal integer within [min, max]. 0, -EINVAL or -ERANGE. */
+int parse_unsigned(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+/* format_bytes() - "512 B", "12.3 KiB", "187.0 MiB", "29.3 GiB" into buf; returns buf. */
+char *format_bytes(char *buf, size_t size, uint64_t bytes);
+
+/*
+ * format_duration() - coarse on purpose; returns buf. Below 60 s: "0s", "42s". Then rounded to the
+ * minute: "3 min" (up to 59 min), "1h 12min" or "2h" (below 24 h); then rounded to the hour:
+ * "2d 3h" or "5d".
+ */
+char *format_duration(char *buf, size_t size, uint64_t seconds);
+
+#define FORMAT_BYTES_MAX 32
+#define FORMAT_DURATION_MAX 32

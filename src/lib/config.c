@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hydrate.conf and its drop-ins, loaded the way systemd loads .network files: every file is
+ * parsed and validated in full, then applied only if its [Match] section matches the device.
+ * inih splits keys from values; we hand it one checked line at a time, so that every error
+ * names its file and exact line and no over-long line is ever silently truncated.
+ */
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "parse.h"
+#include "util.h"
+
+#define CONFIG_FILE_SIZE_MAX ((size_t)1 << 20)
+#define BLOCK_SIZE_ALIGN UINT64_C(4096)
+#define WHITESPACE " \t\r"
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+typedef enum MatchKey {
+        MATCH_VOLUME_ID,
+        MATCH_DEVICE_NAME,
+        MATCH_KERNEL_NAME,
+        _MATCH_KEY_MAX,
+} MatchKey;
+
+static const char *const match_key_names[_MATCH_KEY_MAX] = {
+        [MATCH_VOLUME_ID] = "VolumeId",
+        [MATCH_DEVICE_NAME] = "DeviceName",
+        [MATCH_KERNEL_NAME] = "KernelName",
+};
+
+/* One file being parsed: inih's reader and handler both work on it. */
+typedef struct Parser {
+        const char *path;
+        const char *pos; /* the part of the file not yet handed to inih */
+        const char *end;
+        unsigned lineno; /* the line inih is working on */
+        HydrateSettings settings;
+        char **match[_MATCH_KEY_MAX]; /* NULL-terminated glob lists, NULL when empty */
+        int error_code;               /* first error, as negative errno */
+        unsigned error_line;
+        char *error; /* "PATH:LINE: ..." */
+} Parser;
+
+typedef struct DropIn {
+        char *name;
+        char *path;
+        size_t priority; /* index in the search path: higher wins */
+} DropIn;
+
+typedef struct DropInList {
+        DropIn *items;
+        size_t n;
+} DropInList;
+
+static bool isempty(const char *s) {
+        return !s || !*s;
+}
+
+static char **strv_free(char **l) {
+        for (char **i = l; i && *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
+/* Appends each whitespace-separated word of @words to the NULL-terminated list *@l. */
+static int strv_extend_words(char ***l, const char *words) {
+        size_t n = 0;
+
+        while (*l && (*l)[n])
+                n++;
+        for (const char *w = words + strspn(words, WHITESPACE); *w; w += strspn(w, WHITESPACE)) {
+                size_t len = strcspn(w, WHITESPACE);
+                char **grown = reallocarray(*l, n + 2, sizeof(char *));
+
+                if (!grown)
+                        return -ENOMEM;
+                *l = grown;
+                grown[n] = strndup(w, len);
+                if (!grown[n])
+                        return -ENOMEM;
+                grown[++n] = NULL;
+                w += len;
+        }
+        return 0;
+}
+
+void hydrate_settings_init(HydrateSettings *s) {
+        *s = (HydrateSettings){
+                .enabled = true,
+                .queue_depth = HYDRATE_DEFAULT_QUEUE_DEPTH,
+                .block_size = HYDRATE_DEFAULT_BLOCK_SIZE,
+                .rate_limit = 0,
+        };
+}
+
+/* Strips "/dev/" and turns "xvd" into "sd", so every spelling of a mapping name compares alike. */
+static char *normalize_device_name(const char *s) {
+        char *r;
+
+        if (strncmp(s, "/dev/", 5) == 0)
+                s += 5;
+        if (strncmp(s, "xvd", 3) != 0)
+                return strdup(s);
+        return asprintf(&r, "sd%s", s + 3) < 0 ? NULL : r;
+}
+
+/**
+ * device_name_matches() - glob a block-device mapping name.
+ * @pattern: fnmatch(3) glob, such as "sdf", "/dev/sdf", "xvd*".
+ * @name: the mapping name of the device, such as "sdf", "/dev/xvdf"; NULL or "" matches nothing.
+ *
+ * Both sides are compared without a leading "/dev/" and with a leading "xvd" read as "sd".
+ *
+ * Return: true if @pattern matches @name; false otherwise, and when out of memory.
+ */
+bool device_name_matches(const char *pattern, const char *name) {
+        _cleanup_free_ char *p = NULL, *n = NULL;
+
+        if (isempty(pattern) || isempty(name))
+                return false;
+        p = normalize_device_name(pattern);
+        n = normalize_device_name(name);
+        return p && !isempty(n) && fnmatch(p, n, 0) == 0;
+}
+
+/* Records the first error of the file at @lineno; later ones are dropped. Returns @code. */
+static int parser_fail_at(Parser *p, unsigned lineno, int code, const char *format, ...)
+        _printf_(4, 5);
+static int parser_fail_at(Parser *p, unsigned lineno, int code, const char *format, ...) {
+        _cleanup_free_ char *what = NULL;
+        va_list ap;
+        int r;
+
+        if (p->error_code < 0)
+                return code;
+        va_start(ap, format);
+        r = vasprintf(&what, format, ap);
+        va_end(ap);
+        if (r < 0)
+                what = NULL; /* undefined after a failure */
+        if (r < 0 || asprintf(&p->error, "%s:%u: %s", p->path, lineno, what) < 0) {
+                p->error = NULL;
+                code = -ENOMEM;
+        }
+        p->error_code = code;
+        p->error_line = lineno;
+        return code;
+}
+
+#define parser_fail(p, code, ...) parser_fail_at((p), (p)->lineno, (code), __VA_ARGS__)
+
+static int parser_fail_value(Parser *p, const char *key, const char *value, const char *expected,
+                             ...) _printf_(4, 5);
+static int parser_fail_value(Parser *p, const char *key, const char *value, const char *expected,
+                             ...) {
+        _cleanup_free_ char *why = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, expected);
+        r = vasprintf(&why, expected, ap);
+        va_end(ap);
+        if (r < 0) {
+                why = NULL;
+                return parser_fail(p, -ENOMEM, "out of memory");
+        }
+        return parser_fail(p, -EINVAL, "invalid value '%s' for %s= (expected %s)", value, key, why);
+}
+
+static void parser_done(Parser *p) {
+        for (MatchKey k = 0; k < _MATCH_KEY_MAX; k++)
+                p->match[k] = strv_free(p->match[k]);
+        free(p->error);
+        p->error = NULL;
+}
+
+static bool section_is_known(const char *name, size_t len) {
+        return (len == strlen("Match") && strncmp(name, "Match", len) == 0) ||
+               (len == strlen("Hydrate") && strncmp(name, "Hydrate", len) == 0);
+}
+
+/*
+ * Catches at their own line what inih would report late (an empty unknown section is never
+ * passed to the handler) or without a reason (a line without '='), and rejects "Key: value".
+ */
+static void check_line(Parser *p, const char *line) {
+        size_t n = strlen(line);
+
+        while (n > 0 && isspace((unsigned char)line[n - 1]))
+                n--;
+        if (n == 0 || line[0] == '#' || line[0] == ';')
+                return;
+        if (line[0] != '[') {
+                if (line[strcspn(line, "=:")] != '=')
+                        (void)parser_fail(
+                                p, -EINVAL,
+                                "expected 'Key=Value', '[Section]' or a comment, got '%.*s'",
+                                (int)n, line);
+        } else if (n < 2 || line[n - 1] != ']') {
+                (void)parser_fail(p, -EINVAL, "malformed section header '%.*s'", (int)n, line);
+        } else if (!section_is_known(line + 1, n - 2)) {
+                (void)parser_fail(p, -EINVAL, "unknown section [%.*s]", (int)(n - 2), line + 1);
+        }
+}
+
+/*
+ * inih's line reader. Handing over one line at a time (without its newline, which inih would
+ * count as an extra line when the line fills its buffer) keeps p->lineno exact for the
+ * handler. Leading whitespace is dropped: indentation is not a continuation line here.
+ */
+static char *next_line(char *str, int num, void *stream) {
+        Parser *p = stream;
+        const char *line = p->pos, *eol;
+        size_t len, limit;
+
+        if (line >= p->end || num < 1)
+                return NULL;
+        eol = memchr(line, '\n', (size_t)(p->end - line));
+        len = (size_t)((eol ?: p->end) - line);
+        p->pos = eol ? eol + 1 : p->end;
+        p->lineno++;
+
+        limit = MIN((size_t)CONFIG_LINE_MAX, (size_t)num - 1);
+        if (len > limit) {
+                (void)parser_fail(p, -EINVAL, "line too long (%zu characters, at most %zu)", len,
+                                  limit);
+                return NULL;
+        }
+        if (memchr(line, '\0', len)) {
+                (void)parser_fail(p, -EINVAL, "line contains a NUL byte");
+                return NULL;
+        }
+        while (len > 0 && isspace((unsigned char)*line)) {
+                line++;
+                len--;
+        }
+        memcpy(str, line, len);
+        str[len] = '\0';
+        check_line(p, str);
+        return str;
+}
+
+static int parse_enabled(Parser *p, const char *key, const char *value) {
+        if (parse_boolean(value, &p->settings.enabled) < 0)
+                return parser_fail_value(p, key, value, "a boolean: yes or no");
+        return 0;
+}
+
+static int parse_queue_depth(Parser *p, const char *key, const char *value) {
+        uint64_t v;
+
+        if (parse_unsigned(value, 1, HYDRATE_QUEUE_DEPTH_MAX, &v) < 0)
+                return parser_fail_value(p, key, value, "an integer from 1 to %u",
+                                         HYDRATE_QUEUE_DEPTH_MAX);
+        p->settings.queue_depth = (unsigned)v;
+        return 0;
+}
+
+static int parse_block_size(Parser *p, const char *key, const char *value) {
+        uint64_t v;
+
+        if (parse_size(value, &v) < 0 || v % BLOCK_SIZE_ALIGN != 0 || v < HYDRATE_BLOCK_SIZE_MIN ||
+            v > HYDRATE_BLOCK_SIZE_MAX)
+                return parser_fail_value(p, key, value,
+                                         "a multiple of %" PRIu64 " from %" PRIu64 "K to %" PRIu64
+                                         "M",
+                                         BLOCK_SIZE_ALIGN, HYDRATE_BLOCK_SIZE_MIN >> 10,
+                                         HYDRATE_BLOCK_SIZE_MAX >> 20);
+        p->settings.block_size = v;
+        return 0;
+}
+
+static int parse_rate_limit(Parser *p, const char *key, const char *value) {
+        uint64_t v;
+
+        if (strcasecmp(value, "off") == 0 || strcasecmp(value, "none") == 0)
+                v = 0;
+        else if (parse_size(value, &v) < 0)
+                return parser_fail_value(p, key, value,
+                                         "bytes per second such as 200M, or 0, off or none");
+        p->settings.rate_limit = v;
+        return 0;
+}
+
+#define SETTING(field) offsetof(HydrateSettings, field), sizeof(((HydrateSettings *)NULL)->field)
+
+static const struct HydrateKey {
+        const char *name;
+        size_t offset; /* of the field in HydrateSettings, reset to its default by "Key=" */
+        size_t size;
+        int (*parse)(Parser *p, const char *key, const char *value);
+} hydrate_keys[] = {
+        {"Enabled", SETTING(enabled), parse_enabled},
+        {"QueueDepth", SETTING(queue_depth), parse_queue_depth},
+        {"BlockSize", SETTING(block_size), parse_block_size},
+        {"RateLimit", SETTING(rate_limit), parse_rate_limit},
+};
+
+static int parse_hydrate_key(Parser *p, const char *key, const char *value) {
+        HydrateSettings defaults;
+
+        for (size_t i = 0; i < ELEMENTSOF(hydrate_keys); i++) {
+                const struct HydrateKey *k = &hydrate_keys[i];
+
+                if (!streq(key, k->name))
+                        continue;
+                if (!isempty(value))
+                        return k->parse(p, key, value);
+                hydrate_settings_init(&defaults);
+                memcpy((char *)&p->settings + k->offset, (char *)&defaults + k->offset, k->size);
+                return 0;
+        }
+        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Hydrate]", key);
+}
+
+static int parse_match_key(Parser *p, const char *key, const char *value) {
+        for (MatchKey k = 0; k < _MATCH_KEY_MAX; k++) {
+                if (!streq(key, match_key_names[k]))
+                        continue;
+                if (isempty(value)) {
+                        p->match[k] = strv_free(p->match[k]);
+                        return 0;
+                }
+                if (strv_extend_words(&p->match[k], value) < 0)
+                        return parser_fail(p, -ENOMEM, "out of memory");
+                return 0;
+        }
+        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Match]", key);
+}
+
+/* inih's handler: nonzero on success. */
+static int handle_assignment(void *user, const char *section, const char *key, const char *value) {
+        Parser *p = user;
+        int r;
+
+        value = strempty(value);
+        if (streq(section, "Hydrate"))
+                r = parse_hydrate_key(p, key, value);
+        else if (streq(section, "Match"))
+                r = parse_match_key(p, key, value);
+        else if (isempty(section))
+                r = parser_fail(p, -EINVAL, "key '%s' before any section header", key);
+        else
+                r = parser_fail(p, -EINVAL, "key '%s' in unknown section [%s]", key, section);
+        return r >= 0;
+}
+
+static int parser_run(Parser *p, const char *buf, size_t size) {
+        int line;
+
+        p->pos = buf;
+        p->end = buf + size;
+        if (size >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+                p->pos += 3; /* UTF-8 byte order mark */
+        line = ini_parse_stream(next_line, p, handle_assignment, p);
+        if (line < 0)
+                return parser_fail(p, -ENOMEM, "out of memory");
+        /* A line inih rejected that neither next_line() nor the handler did. */
+        if (line > 0 && (p->error_code == 0 || (unsigned)line < p->error_line)) {
+                free(p->error);
+                p->error = NULL;
+                p->error_code = 0;
+                (void)parser_fail_at(
+                        p, (unsigned)line, -EINVAL,
+                        "syntax error, expected 'Key=Value', '[Section]' or a comment");
+        }
+        return p->error_code;
+}
+
+static bool patterns_match(char **patterns, MatchKey k, const char *value) {
+        for (char **i = patterns; *i; i++) {
+                if (k == MATCH_DEVICE_NAME ? device_name_matches(*i, value)
+                                           : !isempty(value) && fnmatch(*i, value, 0) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static bool parser_matches(const Parser *p, const MatchTarget *target) {
+        const MatchTarget none = {};
+        const MatchTarget *t = target ?: &none;
+        const char *values[_MATCH_KEY_MAX] = {
+                [MATCH_VOLUME_ID] = t->volume_id,
+                [MATCH_DEVICE_NAME] = t->device_name,
+                [MATCH_KERNEL_NAME] = t->kernel_name,
+        };
+
+        for (MatchKey k = 0; k < _MATCH_KEY_MAX; k++)
+                if (p->match[k] && !patterns_match(p->match[k], k, values[k]))
+                        return false;
+        return true;
+}
+
+static char *path_join(const char *dir, const char *name) {
+        char *r;
+
+        return asprintf(&r, "%s/%s", dir, name) < 0 ? NULL : r;
+}
+
+static int read_file(const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n;
+
+                if (allocated - size < 2) {
+                        char *grown;
+
+                        if (allocated >= CONFIG_FILE_SIZE_MAX)
+                                return -EFBIG;
+                        allocated = allocated ? allocated * 2 : 4096;
+                        grown = realloc(buf, allocated);
+                        if (!grown)
+                                return -ENOMEM;
+                        buf = grown;
+                }
+                n = read(fd, buf + size, allocated - size - 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                size += (size_t)n;
+        }
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+/* Stores "PATH: cannot read: <strerror>" in *ret_error. Returns @error. */
+static int fail_io(char **ret_error, int error, const char *path) {
+        if (ret_error) {
+                errno = -error;
+                if (asprintf(ret_error, "%s: cannot read: %m", path) < 0)
+                        *ret_error = NULL;
+        }
+        return error;
+}
+
+/**
+ * config_apply_file() - parse one file and, if its [Match] matches, apply it to @settings.
+ * @path: the file.
+ * @target: what [Match] tests; NULL is a device about which nothing is known.
+ * @settings: in: current settings; out: with the file's [Hydrate] applied if it matches.
+ * @ret_error: NULL on success; on failure a malloc'ed message (NULL if out of memory).
+ *
+ * The file is validated in full even when it does not match. @settings is left untouched on
+ * failure.
+ *
+ * Return: 0; -EINVAL for a bad file; -ENOENT if it does not exist; another negative errno.
+ */
+int config_apply_file(const char *path, const MatchTarget *target, HydrateSettings *settings,
+                      char **ret_error) {
+        _cleanup_(parser_done) Parser p = {.path = path, .settings = *settings};
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        r = read_file(path, &buf, &size);
+        if (r < 0)
+                return fail_io(ret_error, r, path);
+        r = parser_run(&p, buf, size);
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(p.error);
+                return r;
+        }
+        if (parser_matches(&p, target))
+                *settings = p.settings;
+        return 0;
+}
+
+/* Like config_apply_file(), but a missing file is fine. Returns 1 if applied or skipped, 0 if
+ * missing. */
+static int apply_if_exists(const char *path, const MatchTarget *target, HydrateSettings *settings,
+                           char **ret_error) {
+        int r;
+
+        r = config_apply_file(path, target, settings, ret_error);
+        if (r == -ENOENT) {
+                if (ret_error) {
+                        free(*ret_error);
+                        *ret_error = NULL;
+                }
+                return 0;
+        }
+        return r < 0 ? r : 1;
+}
+
+static int apply_main_file(const char *const *dirs, size_t n_dirs, const MatchTarget *target,
+                           HydrateSettings *settings, char **ret_error) {
+        for (size_t i = n_dirs; i > 0; i--) {
+                _cleanup_free_ char *path = NULL;
+                int r;
+
+                path = path_join(dirs[i - 1], CONFIG_FILE_NAME);
+                if (!path)
+                        return -ENOMEM;
+                r = apply_if_exists(path, target, settings, ret_error);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        return 0;
+}
+
+static void dropin_list_done(DropInList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].name);
+                free(l->items[i].path);
+        }
+        free(l->items);
+        *l = (DropInList){};
+}
+
+static int dropin_list_add(DropInList *l, const char *dir, const char *name, size_t priority) {
+        DropIn *grown = reallocarray(l->items, l->n + 1, sizeof(DropIn));
+        DropIn *d;
+
+        if (!grown)
+                return -ENOMEM;
+        l->items = grown;
+        d = &l->items[l->n];
+        *d = (DropIn){.name = strdup(name), .path = path_join(dir, name), .priority = priority};
+        if (!d->name || !d->path) {
+                free(d->name);
+                free(d->path);
+                return -ENOMEM;
+        }
+        l->n++;
+        return 0;
+}
+
+static int dropin_filter(const struct dirent *de) {
+        size_t len = strlen(de->d_name);
+
+        return de->d_name[0] != '.' && len > strlen(".conf") &&
+               streq(de->d_name + len - strlen(".conf"), ".conf");
+}
+
+/* By name; for the same name, the highest priority first. */
+static int dropin_compare(const void *a, const void *b) {
+        const DropIn *x = a, *y = b;
+        int c = strcmp(x->name, y->name);
+
+        if (c != 0)
+                return c;
+        return x->priority < y->priority ? 1 : x->priority > y->priority ? -1 : 0;
+}
+
+static int collect_dropins_in(const char *dir, size_t priority, DropInList *l, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        struct dirent **entries = NULL;
+        int n, r = 0;
+
+        path = path_join(dir, CONFIG_DROPIN_DIR_NAME);
+        if (!path)
+                return -ENOMEM;
+        n = scandir(path, &entries, dropin_filter, NULL);
+        if (n < 0)
+                return errno == ENOENT ? 0 : fail_io(ret_error, -errno, path);
+        for (int i = 0; i < n; i++) {
+                if (r >= 0)
+                        r = dropin_list_add(l, path, entries[i]->d_name, priority);
+                free(entries[i]);
+        }
+        free(entries);
+        return r;
+}
+
+static int apply_dropins(const char *const *dirs, size_t n_dirs, const MatchTarget *target,
+                         HydrateSettings *settings, char **ret_error) {
+        _cleanup_(dropin_list_done) DropInList l = {};
+        int r;
+
+        for (size_t i = 0; i < n_dirs; i++) {
+                r = collect_dropins_in(dirs[i], i, &l, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        if (l.n > 0)
+                qsort(l.items, l.n, sizeof(DropIn), dropin_compare);
+        for (size_t i = 0; i < l.n; i++) {
+                if (i > 0 && streq(l.items[i].name, l.items[i - 1].name))
+                        continue; /* hidden by the same name in a higher-priority directory */
+                r = apply_if_exists(l.items[i].path, target, settings, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/**
+ * config_load() - merge the configuration that applies to @target.
+ * @dirs: NULL-terminated search path, lowest priority first; NULL is an empty path.
+ * @target: what [Match] tests; NULL is a device about which nothing is known.
+ * @settings: in: defaults; out: merged result, left untouched on failure.
+ * @ret_error: NULL on success; on failure a malloc'ed message (NULL if out of memory).
+ *
+ * See config.h for the order in which files apply.
+ *
+ * Return: 0, -EINVAL for a bad file, or another negative errno for I/O errors.
+ */
+int config_load(const char *const *dirs, const MatchTarget *target, HydrateSettings *settings,
+                char **ret_error) {
+        HydrateSettings merged = *settings;
+        size_t n_dirs = 0;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        while (dirs && dirs[n_dirs])
+                n_dirs++;
+        r = apply_main_file(dirs, n_dirs, target, &merged, ret_error);
+        if (r < 0)
+                return r;
+        r = apply_dropins(dirs, n_dirs, target, &merged, ret_error);
+        if (r < 0)
+                return r;
+        *settings = merged;
+        return 0;
+}

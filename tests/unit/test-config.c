@@ -1,0 +1,838 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for config.c. Each test builds a throwaway tree with usr/lib/ebs-hydrate and
+ * etc/ebs-hydrate under a mkdtemp() directory and checks the merge order, [Match] handling and
+ * the exact "FILE:LINE: ..." text of every kind of error.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "util.h"
+
+#define USR "usr/lib/ebs-hydrate"
+#define ETC "etc/ebs-hydrate"
+
+typedef struct Fixture {
+        char *root;
+        char *usr;
+        char *etc;
+        const char *dirs[3];
+} Fixture;
+
+static const MatchTarget dev_f = {
+        .volume_id = "vol-0123456789abcdef0",
+        .device_name = "/dev/sdf",
+        .kernel_name = "nvme1n1",
+};
+
+static const MatchTarget dev_g = {
+        .volume_id = "vol-0fedcba9876543210",
+        .device_name = "xvdg",
+        .kernel_name = "nvme2n1",
+};
+
+static char *xasprintf(const char *format, ...) _printf_(1, 2);
+static char *xasprintf(const char *format, ...) {
+        va_list ap;
+        char *s;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&s, format, ap);
+        va_end(ap);
+        assert_true(r >= 0);
+        return s;
+}
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+        const char *tmp = getenv("TMPDIR");
+
+        if (!f)
+                return -1;
+        f->root = xasprintf("%s/test-config-XXXXXX", tmp ? tmp : "/tmp");
+        if (!mkdtemp(f->root))
+                return -1;
+        f->usr = xasprintf("%s/" USR, f->root);
+        f->etc = xasprintf("%s/" ETC, f->root);
+        f->dirs[0] = f->usr;
+        f->dirs[1] = f->etc;
+        f->dirs[2] = NULL;
+        *state = f;
+        return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        (void)chmod(path, 0700); /* undo the permission tests */
+        return remove(path);
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        (void)nftw(f->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(f->root);
+        free(f->usr);
+        free(f->etc);
+        free(f);
+        return 0;
+}
+
+static char *fixture_path(const Fixture *f, const char *relative) {
+        return xasprintf("%s/%s", f->root, relative);
+}
+
+static void mkdir_parents(char *path) {
+        for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                *slash = '\0';
+                assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+                *slash = '/';
+        }
+}
+
+/* Writes @content to ROOT/@relative, creating the directories on the way. */
+static void write_file(const Fixture *f, const char *relative, const char *content) {
+        _cleanup_free_ char *path = fixture_path(f, relative);
+        FILE *fp;
+
+        mkdir_parents(path);
+        fp = fopen(path, "we");
+        assert_non_null(fp);
+        assert_int_equal(fputs(content, fp) >= 0, 1);
+        assert_int_equal(fclose(fp), 0);
+}
+
+static void assert_settings_equal(const HydrateSettings *a, const HydrateSettings *b) {
+        assert_int_equal(a->enabled, b->enabled);
+        assert_int_equal(a->queue_depth, b->queue_depth);
+        assert_true(a->block_size == b->block_size);
+        assert_true(a->rate_limit == b->rate_limit);
+}
+
+static int load(const Fixture *f, const MatchTarget *target, HydrateSettings *s, char **err) {
+        return config_load(f->dirs, target, s, err);
+}
+
+/* Loads for @target and expects exactly the settings @expected, with no error. */
+static void assert_loads(const Fixture *f, const MatchTarget *target,
+                         const HydrateSettings *expected) {
+        _cleanup_free_ char *err = NULL;
+        HydrateSettings s;
+
+        hydrate_settings_init(&s);
+        assert_int_equal(load(f, target, &s, &err), 0);
+        assert_null(err);
+        assert_settings_equal(&s, expected);
+}
+
+static unsigned queue_depth_for(const Fixture *f, const MatchTarget *target) {
+        _cleanup_free_ char *err = NULL;
+        HydrateSettings s;
+
+        hydrate_settings_init(&s);
+        assert_int_equal(load(f, target, &s, &err), 0);
+        assert_null(err);
+        return s.queue_depth;
+}
+
+/* Expects config_load() to fail with @error and the message "ROOT/@relative@suffix". */
+static void assert_load_fails(const Fixture *f, int error, const char *relative,
+                              const char *suffix) {
+        _cleanup_free_ char *err = NULL, *path = fixture_path(f, relative);
+        _cleanup_free_ char *expected = xasprintf("%s%s", path, suffix);
+        HydrateSettings s, before;
+
+        hydrate_settings_init(&s);
+        s.queue_depth = 77;
+        before = s;
+        assert_int_equal(load(f, &dev_f, &s, &err), error);
+        assert_non_null(err);
+        assert_string_equal(err, expected);
+        assert_settings_equal(&s, &before); /* untouched on failure */
+}
+
+static void test_config_defaults(void **state) {
+        HydrateSettings s;
+
+        hydrate_settings_init(&s);
+        assert_true(s.enabled);
+        assert_int_equal(s.queue_depth, HYDRATE_DEFAULT_QUEUE_DEPTH);
+        assert_true(s.block_size == HYDRATE_DEFAULT_BLOCK_SIZE);
+        assert_true(s.rate_limit == 0);
+}
+
+static void test_config_missing_directories(void **state) {
+        Fixture *f = *state;
+        HydrateSettings s, d;
+        char *err = (char *)"garbage";
+
+        hydrate_settings_init(&d);
+        assert_loads(f, &dev_f, &d);
+        s = d;
+        assert_int_equal(config_load(NULL, &dev_f, &s, &err), 0); /* empty search path */
+        assert_null(err);
+        assert_settings_equal(&s, &d);
+}
+
+static void test_config_main_file(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e = {.enabled = false,
+                             .queue_depth = 64,
+                             .block_size = 2 << 20,
+                             .rate_limit = UINT64_C(200) << 20};
+
+        write_file(f, ETC "/hydrate.conf",
+                   "# comment\n; another\n\n[Hydrate]\nEnabled=no\nQueueDepth=64\n"
+                   "BlockSize=2M\nRateLimit=200M\n");
+        assert_loads(f, &dev_f, &e);
+}
+
+static void test_config_usr_main_file_without_etc(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, USR "/hydrate.conf", "[Hydrate]\nQueueDepth=8\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 8);
+}
+
+static void test_config_etc_main_file_hides_usr(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e;
+
+        write_file(f, USR "/hydrate.conf", "[Hydrate]\nQueueDepth=8\nBlockSize=2M\n");
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=16\n");
+        hydrate_settings_init(&e);
+        e.queue_depth = 16; /* and BlockSize= from /usr/lib is not applied at all */
+        assert_loads(f, &dev_f, &e);
+}
+
+static void test_config_dropins_lexical_order(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=99\nBlockSize=8K\n");
+        write_file(f, USR "/hydrate.conf.d/10-a.conf", "[Hydrate]\nQueueDepth=1\nRateLimit=1M\n");
+        write_file(f, ETC "/hydrate.conf.d/20-b.conf", "[Hydrate]\nQueueDepth=2\n");
+        write_file(f, USR "/hydrate.conf.d/30-c.conf", "[Hydrate]\nQueueDepth=3\n");
+        hydrate_settings_init(&e);
+        e.queue_depth = 3;
+        e.block_size = 8192;
+        e.rate_limit = 1 << 20;
+        assert_loads(f, &dev_f, &e);
+}
+
+static void test_config_dropins_strcmp_not_numeric(void **state) {
+        Fixture *f = *state;
+
+        /* "10-..." sorts before "9-...": 9-late.conf is applied last. */
+        write_file(f, ETC "/hydrate.conf.d/9-late.conf", "[Hydrate]\nQueueDepth=9\n");
+        write_file(f, ETC "/hydrate.conf.d/10-early.conf", "[Hydrate]\nQueueDepth=10\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 9);
+}
+
+static void test_config_dropin_after_main_file(void **state) {
+        Fixture *f = *state;
+
+        /* A vendor drop-in still comes after the admin's main file. */
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=16\n");
+        write_file(f, USR "/hydrate.conf.d/50-vendor.conf", "[Hydrate]\nQueueDepth=4\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 4);
+}
+
+static void test_config_etc_dropin_hides_usr_dropin(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e;
+
+        write_file(f, USR "/hydrate.conf.d/50-x.conf", "[Hydrate]\nQueueDepth=7\nRateLimit=5M\n");
+        write_file(f, ETC "/hydrate.conf.d/50-x.conf", "[Hydrate]\nQueueDepth=9\n");
+        write_file(f, USR "/hydrate.conf.d/40-y.conf", "[Hydrate]\nBlockSize=4M\n");
+        hydrate_settings_init(&e);
+        e.queue_depth = 9;
+        e.block_size = 4 << 20;
+        assert_loads(f, &dev_f, &e);
+}
+
+static void test_config_hidden_dropin_is_not_read(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, USR "/hydrate.conf.d/50-x.conf", "this is not valid\n");
+        write_file(f, ETC "/hydrate.conf.d/50-x.conf", "");
+        assert_int_equal(queue_depth_for(f, &dev_f), HYDRATE_DEFAULT_QUEUE_DEPTH);
+}
+
+static void test_config_dropin_names_filtered(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf.d/.hidden.conf", "garbage\n");
+        write_file(f, ETC "/hydrate.conf.d/.conf", "garbage\n");
+        write_file(f, ETC "/hydrate.conf.d/60-x.conf.bak", "garbage\n");
+        write_file(f, ETC "/hydrate.conf.d/60-x.conf~", "garbage\n");
+        write_file(f, ETC "/hydrate.conf.d/README", "garbage\n");
+        write_file(f, ETC "/hydrate.conf.d/70-real.conf", "[Hydrate]\nQueueDepth=70\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 70);
+}
+
+static void test_config_later_wins_within_file(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "[Hydrate]\nQueueDepth=4\nQueueDepth=6\n[Match]\n[Hydrate]\nQueueDepth=12\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 12);
+}
+
+static void test_config_empty_value_resets(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *err = NULL;
+        HydrateSettings s, d;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "[Hydrate]\nEnabled=no\nQueueDepth=8\nBlockSize=8K\nRateLimit=1M\n");
+        write_file(f, ETC "/hydrate.conf.d/90-reset.conf",
+                   "[Hydrate]\nEnabled=\nQueueDepth=\nBlockSize=  \nRateLimit=\n");
+        hydrate_settings_init(&d);
+        assert_loads(f, &dev_f, &d);
+
+        /* "Key=" means the built-in default, not whatever the caller passed in. */
+        s = (HydrateSettings){
+                .enabled = false, .queue_depth = 100, .block_size = 4096, .rate_limit = 1};
+        assert_int_equal(load(f, &dev_f, &s, &err), 0);
+        assert_settings_equal(&s, &d);
+}
+
+static void test_config_indented_and_crlf_lines(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e;
+
+        /* Indentation is not an inih continuation line; CRLF files and a BOM work. */
+        write_file(
+                f, ETC "/hydrate.conf",
+                "\xef\xbb\xbf[Hydrate]\r\n  QueueDepth=4\r\n\tRateLimit = 1M\r\n   Enabled=no\r\n");
+        hydrate_settings_init(&e);
+        e.queue_depth = 4;
+        e.rate_limit = 1 << 20;
+        e.enabled = false;
+        assert_loads(f, &dev_f, &e);
+}
+
+/* Applies "[Hydrate]\n@assignment\n" and returns config_apply_file()'s result. */
+static int apply_assignment(const Fixture *f, const char *assignment, HydrateSettings *s) {
+        _cleanup_free_ char *content = xasprintf("[Hydrate]\n%s\n", assignment);
+        _cleanup_free_ char *path = fixture_path(f, "one.conf");
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        write_file(f, "one.conf", content);
+        hydrate_settings_init(s);
+        r = config_apply_file(path, &dev_f, s, &err);
+        assert_true(r == 0 ? err == NULL : err != NULL);
+        return r;
+}
+
+static void test_config_rate_limit_values(void **state) {
+        static const struct {
+                const char *assignment;
+                uint64_t rate;
+        } cases[] = {
+                {"RateLimit=0", 0},        {"RateLimit=off", 0},
+                {"RateLimit=none", 0},     {"RateLimit=100M", UINT64_C(100) << 20},
+                {"RateLimit=1G", 1 << 30}, {"RateLimit=123456", 123456},
+        };
+        Fixture *f = *state;
+        HydrateSettings s;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                assert_int_equal(apply_assignment(f, "RateLimit=5M", &s), 0);
+                assert_int_equal(apply_assignment(f, cases[i].assignment, &s), 0);
+                assert_true(s.rate_limit == cases[i].rate);
+        }
+        assert_int_equal(apply_assignment(f, "RateLimit=fast", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "RateLimit=-1", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "RateLimit=1.5M", &s), -EINVAL);
+}
+
+static void test_config_block_size_bounds(void **state) {
+        static const char *const good[] = {"BlockSize=4096", "BlockSize=4K", "BlockSize=12K",
+                                           "BlockSize=64M", "BlockSize=1MiB"};
+        static const char *const bad[] = {"BlockSize=0",    "BlockSize=2K",
+                                          "BlockSize=4095", "BlockSize=6000",
+                                          "BlockSize=65M",  "BlockSize=1G",
+                                          "BlockSize=big",  "BlockSize=99999999999999999999"};
+        Fixture *f = *state;
+        HydrateSettings s;
+
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                assert_int_equal(apply_assignment(f, good[i], &s), 0);
+        assert_int_equal(apply_assignment(f, "BlockSize=12K", &s), 0);
+        assert_true(s.block_size == 12288);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(apply_assignment(f, bad[i], &s), -EINVAL);
+}
+
+static void test_config_queue_depth_bounds(void **state) {
+        Fixture *f = *state;
+        HydrateSettings s;
+
+        assert_int_equal(apply_assignment(f, "QueueDepth=1", &s), 0);
+        assert_int_equal(s.queue_depth, 1);
+        assert_int_equal(apply_assignment(f, "QueueDepth=1024", &s), 0);
+        assert_int_equal(s.queue_depth, 1024);
+        assert_int_equal(apply_assignment(f, "QueueDepth=0", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "QueueDepth=1025", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "QueueDepth=4K", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "Enabled=maybe", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "Enabled=off", &s), 0);
+        assert_false(s.enabled);
+}
+
+static void test_config_match_skips_other_device(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf.d/50-g.conf",
+                   "[Match]\nVolumeId=vol-0fedcba9876543210\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        assert_int_equal(queue_depth_for(f, &dev_g), 5);
+}
+
+static void test_config_match_volume_id_glob(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf.d/50-f.conf",
+                   "[Match]\nVolumeId=vol-0123*\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        assert_int_equal(queue_depth_for(f, &dev_g), HYDRATE_DEFAULT_QUEUE_DEPTH);
+}
+
+static void test_config_match_kernel_name(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf.d/50-k.conf",
+                   "[Match]\nKernelName=nvme2n?\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        assert_int_equal(queue_depth_for(f, &dev_g), 5);
+}
+
+static void test_config_match_device_name_spellings(void **state) {
+        static const char *const spellings[] = {"sdf", "/dev/sdf", "xvdf", "/dev/xvdf"};
+        Fixture *f = *state;
+
+        for (size_t i = 0; i < ELEMENTSOF(spellings); i++) {
+                _cleanup_free_ char *content = xasprintf(
+                        "[Match]\nDeviceName=%s\n[Hydrate]\nQueueDepth=5\n", spellings[i]);
+
+                write_file(f, ETC "/hydrate.conf", content);
+                for (size_t j = 0; j < ELEMENTSOF(spellings); j++) {
+                        MatchTarget t = dev_f;
+
+                        t.device_name = spellings[j];
+                        assert_int_equal(queue_depth_for(f, &t), 5);
+                }
+                assert_int_equal(queue_depth_for(f, &dev_g), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        }
+}
+
+static void test_config_device_name_matches(void **state) {
+        static const struct {
+                const char *pattern;
+                const char *name;
+                bool match;
+        } cases[] = {
+                {"sdf", "sdf", true},       {"sdf", "/dev/sdf", true}, {"/dev/sdf", "xvdf", true},
+                {"xvdf", "/dev/sdf", true}, {"xvd*", "sdf", true},     {"sd*", "/dev/xvdf", true},
+                {"/dev/xvd?", "sdg", true}, {"sd[f-h]", "xvdg", true}, {"*f", "xvdf", true},
+                {"/dev/*", "sdb", true},    {"sdg", "sdf", false},     {"sdf", "sdf1", false},
+                {"nvme*", "sdf", false},    {"xvd*", "hdf", false},    {"sdf", NULL, false},
+                {"sdf", "", false},         {"*", "/dev/", false},     {"", "sdf", false},
+                {NULL, "sdf", false},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                print_message("%s vs %s\n", strempty(cases[i].pattern), strempty(cases[i].name));
+                assert_int_equal(device_name_matches(cases[i].pattern, cases[i].name),
+                                 cases[i].match);
+        }
+}
+
+static void test_config_match_list_is_or(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "[Match]\nVolumeId=vol-0aaa  \t vol-0123456789abcdef0 vol-0bbb\n"
+                   "[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        assert_int_equal(queue_depth_for(f, &dev_g), HYDRATE_DEFAULT_QUEUE_DEPTH);
+}
+
+static void test_config_match_keys_are_and(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "[Match]\nVolumeId=vol-0*\nKernelName=nvme9n1\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        write_file(f, ETC "/hydrate.conf",
+                   "[Match]\nVolumeId=vol-0*\nKernelName=nvme1n1\nDeviceName=sdf\n"
+                   "[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        assert_int_equal(queue_depth_for(f, &dev_g), HYDRATE_DEFAULT_QUEUE_DEPTH);
+}
+
+static void test_config_match_repeated_lines_append(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "[Match]\nKernelName=nvme9n1\nKernelName=nvme1n1\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        assert_int_equal(queue_depth_for(f, &dev_g), HYDRATE_DEFAULT_QUEUE_DEPTH);
+}
+
+static void test_config_match_empty_value_clears(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "[Match]\nKernelName=nvme9n1\nKernelName=\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        assert_int_equal(queue_depth_for(f, &dev_g), 5);
+}
+
+static void test_config_match_after_hydrate(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=5\n[Match]\nDeviceName=xvdg\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        assert_int_equal(queue_depth_for(f, &dev_g), 5);
+}
+
+static void test_config_match_empty_section_applies(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Match]\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        assert_int_equal(queue_depth_for(f, &dev_g), 5);
+}
+
+static void test_config_match_unknown_target_fields(void **state) {
+        const MatchTarget unknown = {.volume_id = "vol-0123456789abcdef0", .kernel_name = ""};
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Match]\nDeviceName=*\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &unknown), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        assert_int_equal(queue_depth_for(f, NULL), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        write_file(f, ETC "/hydrate.conf", "[Match]\nKernelName=*\n[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, &unknown), HYDRATE_DEFAULT_QUEUE_DEPTH);
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=5\n");
+        assert_int_equal(queue_depth_for(f, NULL), 5); /* no [Match]: every device */
+}
+
+static void test_config_error_unknown_key(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=8\n");
+        write_file(f, ETC "/hydrate.conf.d/10-x.conf", "[Hydrate]\n# typo below\nQueueDeph=4\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/10-x.conf",
+                          ":3: unknown key 'QueueDeph' in section [Hydrate]");
+}
+
+static void test_config_error_keys_are_case_sensitive(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nqueuedepth=4\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":2: unknown key 'queuedepth' in section [Hydrate]");
+}
+
+static void test_config_error_unknown_match_key(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, USR "/hydrate.conf", "[Match]\nVolumeID=vol-*\n");
+        assert_load_fails(f, -EINVAL, USR "/hydrate.conf",
+                          ":2: unknown key 'VolumeID' in section [Match]");
+}
+
+static void test_config_error_unknown_section(void **state) {
+        Fixture *f = *state;
+
+        /* An empty section never reaches inih's handler: still an error, at its header. */
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=4\n\n[Hydrat]\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", ":4: unknown section [Hydrat]");
+        write_file(f, ETC "/hydrate.conf", "[Network]\nQueueDepth=4\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", ":1: unknown section [Network]");
+}
+
+static void test_config_error_malformed_section(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate\nQueueDepth=4\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":1: malformed section header '[Hydrate'");
+}
+
+static void test_config_error_bad_value(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf.d/20-bs.conf", "[Hydrate]\nBlockSize=3000\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/20-bs.conf",
+                          ":2: invalid value '3000' for BlockSize= "
+                          "(expected a multiple of 4096 from 4K to 64M)");
+        write_file(f, ETC "/hydrate.conf.d/20-bs.conf", "[Hydrate]\nQueueDepth=2000\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/20-bs.conf",
+                          ":2: invalid value '2000' for QueueDepth= "
+                          "(expected an integer from 1 to 1024)");
+}
+
+static void test_config_error_missing_equals(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth 4\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":2: expected 'Key=Value', '[Section]' or a comment, got 'QueueDepth 4'");
+}
+
+static void test_config_error_colon_separator(void **state) {
+        Fixture *f = *state;
+
+        /* inih would take "Key: value" silently; systemd does not. */
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nEnabled=yes\nQueueDepth: 4\n");
+        assert_load_fails(
+                f, -EINVAL, ETC "/hydrate.conf",
+                ":3: expected 'Key=Value', '[Section]' or a comment, got 'QueueDepth: 4'");
+}
+
+static void test_config_error_key_before_section(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "QueueDepth=4\n[Hydrate]\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":1: key 'QueueDepth' before any section header");
+}
+
+static char *line_of(size_t length, char c) {
+        char *s = malloc(length + 1);
+
+        assert_non_null(s);
+        memset(s, c, length);
+        s[length] = '\0';
+        return s;
+}
+
+static void test_config_error_line_too_long(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *pad = line_of(200 - strlen("VolumeId="), '*');
+        _cleanup_free_ char *content = xasprintf("[Match]\n# long\nVolumeId=%s\n", pad);
+
+        write_file(f, ETC "/hydrate.conf.d/30-long.conf", content);
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/30-long.conf",
+                          ":3: line too long (200 characters, at most 199)");
+}
+
+static void test_config_longest_line_keeps_line_numbers(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *comment = line_of(CONFIG_LINE_MAX, '#');
+        _cleanup_free_ char *content = xasprintf("[Hydrate]\n%s\nQueueDepth=5\nOops\n", comment);
+
+        /* inih's own string reader would count a 199-character line as two. */
+        write_file(f, ETC "/hydrate.conf", content);
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":4: expected 'Key=Value', '[Section]' or a comment, got 'Oops'");
+}
+
+static void test_config_error_nul_byte(void **state) {
+        static const char content[] = "[Hydrate]\nQueueDepth=4\0garbage\n";
+        Fixture *f = *state;
+        _cleanup_free_ char *path = fixture_path(f, ETC "/hydrate.conf");
+        FILE *fp;
+
+        mkdir_parents(path);
+        fp = fopen(path, "we");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(content, 1, sizeof(content) - 1, fp), sizeof(content) - 1);
+        assert_int_equal(fclose(fp), 0);
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", ":2: line contains a NUL byte");
+}
+
+static void test_config_error_first_one_wins(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nRateLimit=lots\nNope=1\n[Bad]\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":2: invalid value 'lots' for RateLimit= "
+                          "(expected bytes per second such as 200M, or 0, off or none)");
+}
+
+static void test_config_error_in_file_that_does_not_match(void **state) {
+        Fixture *f = *state;
+
+        write_file(f, ETC "/hydrate.conf.d/40-other.conf",
+                   "[Match]\nVolumeId=vol-nothing-matches-this\n[Hydrate]\nEnabled=perhaps\n");
+        assert_load_fails(
+                f, -EINVAL, ETC "/hydrate.conf.d/40-other.conf",
+                ":4: invalid value 'perhaps' for Enabled= (expected a boolean: yes or no)");
+}
+
+static void test_config_error_keeps_earlier_files_out(void **state) {
+        Fixture *f = *state;
+
+        /* 10 applies, then 20 fails: the caller's settings stay as they were. */
+        write_file(f, ETC "/hydrate.conf.d/10-good.conf", "[Hydrate]\nQueueDepth=5\nEnabled=no\n");
+        write_file(f, ETC "/hydrate.conf.d/20-bad.conf", "[Hydrate]\nQueueDepth=x\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/20-bad.conf",
+                          ":2: invalid value 'x' for QueueDepth= "
+                          "(expected an integer from 1 to 1024)");
+}
+
+static void test_config_error_dropin_is_directory(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *dir = fixture_path(f, ETC "/hydrate.conf.d/50-dir.conf/");
+
+        mkdir_parents(dir);
+        assert_load_fails(f, -EISDIR, ETC "/hydrate.conf.d/50-dir.conf",
+                          ": cannot read: Is a directory");
+}
+
+static void test_config_error_unreadable(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *path = NULL, *dir = NULL;
+
+        if (geteuid() == 0)
+                skip(); /* root reads anything */
+        path = fixture_path(f, USR "/hydrate.conf.d/60-secret.conf");
+        dir = fixture_path(f, ETC "/hydrate.conf.d");
+        write_file(f, USR "/hydrate.conf.d/60-secret.conf", "[Hydrate]\n");
+        assert_int_equal(chmod(path, 0), 0);
+        assert_load_fails(f, -EACCES, USR "/hydrate.conf.d/60-secret.conf",
+                          ": cannot read: Permission denied");
+        assert_int_equal(chmod(path, 0644), 0);
+
+        write_file(f, ETC "/hydrate.conf.d/10-x.conf", "[Hydrate]\n");
+        assert_int_equal(chmod(dir, 0), 0);
+        assert_load_fails(f, -EACCES, ETC "/hydrate.conf.d", ": cannot read: Permission denied");
+        assert_int_equal(chmod(dir, 0755), 0);
+}
+
+static void test_config_apply_file_missing(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *path = fixture_path(f, "nope.conf");
+        _cleanup_free_ char *expected =
+                xasprintf("%s: cannot read: No such file or directory", path);
+        _cleanup_free_ char *err = NULL;
+        HydrateSettings s;
+
+        hydrate_settings_init(&s);
+        assert_int_equal(config_apply_file(path, &dev_f, &s, &err), -ENOENT);
+        assert_string_equal(err, expected);
+}
+
+/* conf/hydrate.conf, found from this source file so it works from any build directory. */
+static char *shipped_conf_path(void) {
+        const char *slash = strrchr(__FILE__, '/');
+
+        if (!slash)
+                return xasprintf("../../conf/hydrate.conf");
+        return xasprintf("%.*s/../../conf/hydrate.conf", (int)(slash - __FILE__), __FILE__);
+}
+
+static void test_config_shipped_file(void **state) {
+        static const char *const keys[] = {
+                "#Enabled=", "#QueueDepth=", "#BlockSize=", "#RateLimit="};
+        Fixture *f = *state;
+        _cleanup_free_ char *shipped = shipped_conf_path(), *copy = fixture_path(f, "copy.conf");
+        _cleanup_free_ char *line = NULL, *err = NULL;
+        HydrateSettings s, d;
+        size_t size = 0, found = 0;
+        FILE *in, *out;
+
+        /* As shipped, it parses and sets nothing. */
+        s = (HydrateSettings){.queue_depth = 3, .block_size = 8192, .rate_limit = 5};
+        d = s;
+        assert_int_equal(config_apply_file(shipped, &dev_f, &s, &err), 0);
+        assert_settings_equal(&s, &d);
+
+        /* With every "#Key=default" line uncommented, it sets exactly the built-in defaults. */
+        in = fopen(shipped, "re");
+        out = fopen(copy, "we");
+        assert_non_null(in);
+        assert_non_null(out);
+        while (getline(&line, &size, in) >= 0) {
+                bool uncomment = false;
+
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                        if (strncmp(line, keys[i], strlen(keys[i])) == 0)
+                                uncomment = true;
+                found += uncomment;
+                assert_true(fputs(line + uncomment, out) >= 0);
+        }
+        assert_int_equal(fclose(in), 0);
+        assert_int_equal(fclose(out), 0);
+        assert_int_equal(found, ELEMENTSOF(keys));
+
+        assert_int_equal(config_apply_file(copy, &dev_f, &s, &err), 0);
+        hydrate_settings_init(&d);
+        assert_settings_equal(&s, &d);
+}
+
+#define fixture_test(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_config_defaults),
+                fixture_test(test_config_missing_directories),
+                fixture_test(test_config_main_file),
+                fixture_test(test_config_usr_main_file_without_etc),
+                fixture_test(test_config_etc_main_file_hides_usr),
+                fixture_test(test_config_dropins_lexical_order),
+                fixture_test(test_config_dropins_strcmp_not_numeric),
+                fixture_test(test_config_dropin_after_main_file),
+                fixture_test(test_config_etc_dropin_hides_usr_dropin),
+                fixture_test(test_config_hidden_dropin_is_not_read),
+                fixture_test(test_config_dropin_names_filtered),
+                fixture_test(test_config_later_wins_within_file),
+                fixture_test(test_config_empty_value_resets),
+                fixture_test(test_config_indented_and_crlf_lines),
+                fixture_test(test_config_rate_limit_values),
+                fixture_test(test_config_block_size_bounds),
+                fixture_test(test_config_queue_depth_bounds),
+                fixture_test(test_config_match_skips_other_device),
+                fixture_test(test_config_match_volume_id_glob),
+                fixture_test(test_config_match_kernel_name),
+                fixture_test(test_config_match_device_name_spellings),
+                cmocka_unit_test(test_config_device_name_matches),
+                fixture_test(test_config_match_list_is_or),
+                fixture_test(test_config_match_keys_are_and),
+                fixture_test(test_config_match_repeated_lines_append),
+                fixture_test(test_config_match_empty_value_clears),
+                fixture_test(test_config_match_after_hydrate),
+                fixture_test(test_config_match_empty_section_applies),
+                fixture_test(test_config_match_unknown_target_fields),
+                fixture_test(test_config_error_unknown_key),
+                fixture_test(test_config_error_keys_are_case_sensitive),
+                fixture_test(test_config_error_unknown_match_key),
+                fixture_test(test_config_error_unknown_section),
+                fixture_test(test_config_error_malformed_section),
+                fixture_test(test_config_error_bad_value),
+                fixture_test(test_config_error_missing_equals),
+                fixture_test(test_config_error_colon_separator),
+                fixture_test(test_config_error_key_before_section),
+                fixture_test(test_config_error_line_too_long),
+                fixture_test(test_config_longest_line_keeps_line_numbers),
+                fixture_test(test_config_error_nul_byte),
+                fixture_test(test_config_error_first_one_wins),
+                fixture_test(test_config_error_in_file_that_does_not_match),
+                fixture_test(test_config_error_keeps_earlier_files_out),
+                fixture_test(test_config_error_dropin_is_directory),
+                fixture_test(test_config_error_unreadable),
+                fixture_test(test_config_apply_file_missing),
+                fixture_test(test_config_shipped_file),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
