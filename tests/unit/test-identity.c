@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for identity.c: the pure property decision, sysfs identity over a fake tree built
+ * in a mkdtemp fixture (EBS NVMe, QEMU NVMe, SCSI, loop), the udev-then-sysfs fallback for a
+ * device udev cannot know, and filename-safe state keys.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "identity.h"
+
+#define EBS_MODEL_PADDED "Amazon Elastic Block Store              "
+
+typedef struct Fixture {
+        char root[64];
+} Fixture;
+
+static void write_file(const char *root, const char *rel, const char *content) {
+        char path[512];
+        FILE *f;
+
+        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_true(fputs(content, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+}
+
+static void make_dirs(const char *root, const char *rel) {
+        char path[512];
+
+        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
+        for (char *p = path + strlen(root) + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+                *p = '/';
+        }
+        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+static void make_link(const char *root, const char *target, const char *rel) {
+        char path[512];
+
+        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
+        assert_int_equal(symlink(target, path), 0);
+}
+
+/*
+ * As on a real system, class/block/<name> is a symlink into devices/, and an NVMe namespace's
+ * device/ is its controller, where model and serial live; wwid sits on the namespace itself.
+ * Names are ones no real udev knows, so identity_resolve() must take the sysfs path.
+ */
+static void build_tree(const char *root) {
+        make_dirs(root, "class/block");
+        make_dirs(root, "devices/nvme91/nvme91n1");
+        write_file(root, "devices/nvme91/model", EBS_MODEL_PADDED "\n");
+        write_file(root, "devices/nvme91/serial", "vol0123456789ABCDEF0\n");
+        write_file(root, "devices/nvme91/nvme91n1/wwid", "nvme.1d0f-766f6c-00000001\n");
+        make_link(root, "..", "devices/nvme91/nvme91n1/device");
+        make_link(root, "../../devices/nvme91/nvme91n1", "class/block/nvme91n1");
+
+        make_dirs(root, "devices/nvme92/nvme92n1");
+        write_file(root, "devices/nvme92/model", "QEMU NVMe Ctrl                          \n");
+        write_file(root, "devices/nvme92/serial", "deadbeef            \n");
+        write_file(root, "devices/nvme92/nvme92n1/wwid", "nvme.1b36-6465616462656566-00000001\n");
+        make_link(root, "..", "devices/nvme92/nvme92n1/device");
+        make_link(root, "../../devices/nvme92/nvme92n1", "class/block/nvme92n1");
+
+        make_dirs(root, "class/block/sdzz/device");
+        write_file(root, "class/block/sdzz/device/model", "QEMU HARDDISK   \n");
+        write_file(root, "class/block/sdzz/device/wwid", "t10.ATA     QEMU HARDDISK  QM00001\n");
+
+        make_dirs(root, "class/block/loop991");
+}
+
+static int setup_sysfs(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+
+        if (!f)
+                return -1;
+        strcpy(f->root, "/tmp/test-identity-XXXXXX");
+        if (!mkdtemp(f->root)) {
+                free(f);
+                return -1;
+        }
+        build_tree(f->root);
+        *state = f;
+        return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        return remove(path);
+}
+
+static int teardown_sysfs(void **state) {
+        Fixture *f = *state;
+        int r;
+
+        r = nftw(f->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(f);
+        return r;
+}
+
+static void from_properties(const IdentityProperties *p, DeviceIdentity *id) {
+        memset(id, 0x5a, sizeof(*id));
+        assert_int_equal(identity_from_properties("nvme1n1", p, id), 0);
+        assert_string_equal(id->kernel_name, "nvme1n1");
+}
+
+static void test_identity_properties_helper_preferred(void **state) {
+        IdentityProperties p = {
+                .model = "Amazon Elastic Block Store",
+                .serial_short = "vol0fedcba9876543210",
+                .serial = "Amazon Elastic Block Store_vol0fedcba9876543210",
+                .ebs_volume_id = "vol-0123456789abcdef0",
+                .ebs_device_name = "sdf",
+        };
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_true(id.is_ebs);
+        assert_string_equal(id.volume_id, "vol-0123456789abcdef0");
+        assert_string_equal(id.device_name, "sdf");
+        assert_string_equal(id.stable_id, "");
+}
+
+static void test_identity_properties_helper_only(void **state) {
+        /* The helper checked the vendor id; udev's model need not be there at all. */
+        IdentityProperties p = {.ebs_volume_id = "vol-0123456789abcdef0",
+                                .ebs_device_name = "/dev/xvdf"};
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_true(id.is_ebs);
+        assert_string_equal(id.volume_id, "vol-0123456789abcdef0");
+        assert_string_equal(id.device_name, "xvdf");
+}
+
+static void test_identity_properties_helper_invalid(void **state) {
+        IdentityProperties p = {
+                .model = "Amazon Elastic Block Store",
+                .serial_short = "vol0fedcba9876543210",
+                .ebs_volume_id = "garbage",
+                .ebs_device_name = "sd f",
+        };
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_true(id.is_ebs);
+        assert_string_equal(id.volume_id, "vol-0fedcba9876543210");
+        assert_string_equal(id.device_name, "");
+}
+
+static void test_identity_properties_model_serial(void **state) {
+        IdentityProperties p = {
+                .model = EBS_MODEL_PADDED,
+                .serial_short = "vol0123456789abcdef0",
+                .serial = "Amazon Elastic Block Store_vol0123456789abcdef0",
+                .ebs_device_name = "",
+        };
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_true(id.is_ebs);
+        assert_string_equal(id.volume_id, "vol-0123456789abcdef0");
+        assert_string_equal(id.device_name, "");
+        assert_string_equal(id.stable_id, "");
+}
+
+static void test_identity_properties_ebs_model_bad_serial(void **state) {
+        IdentityProperties p = {
+                .model = "Amazon Elastic Block Store",
+                .serial_short = "AWS1234",
+                .serial = "Amazon Elastic Block Store_AWS1234",
+                .ebs_device_name = "sdf",
+        };
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_false(id.is_ebs);
+        assert_string_equal(id.volume_id, "");
+        assert_string_equal(id.device_name, "");
+        assert_string_equal(id.stable_id, "Amazon Elastic Block Store_AWS1234");
+}
+
+static void test_identity_properties_non_ebs_serial(void **state) {
+        IdentityProperties p = {
+                .model = "QEMU NVMe Ctrl",
+                .serial_short = "vol0123456789abcdef0", /* a volume-id serial alone is not EBS */
+                .serial = "QEMU NVMe Ctrl_vol0123456789abcdef0",
+                .wwn = "eui.0123456789abcdef",
+        };
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_false(id.is_ebs);
+        assert_string_equal(id.volume_id, "");
+        assert_string_equal(id.stable_id, "QEMU NVMe Ctrl_vol0123456789abcdef0");
+}
+
+static void test_identity_properties_non_ebs_wwn(void **state) {
+        IdentityProperties p = {
+                .model = "QEMU HARDDISK", .serial = "", .wwn = "0x5000c500a1b2c3d4  "};
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_false(id.is_ebs);
+        assert_string_equal(id.stable_id, "0x5000c500a1b2c3d4");
+}
+
+static void test_identity_properties_nothing(void **state) {
+        IdentityProperties p = {};
+        DeviceIdentity id;
+
+        from_properties(&p, &id);
+        assert_false(id.is_ebs);
+        assert_string_equal(id.volume_id, "");
+        assert_string_equal(id.device_name, "");
+        assert_string_equal(id.stable_id, "");
+}
+
+static void test_identity_properties_bad_input(void **state) {
+        IdentityProperties p = {};
+        char serial[IDENTITY_STABLE_ID_MAX + 1];
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_properties(NULL, &p, &id), -EINVAL);
+        assert_int_equal(identity_from_properties("", &p, &id), -EINVAL);
+        assert_int_equal(identity_from_properties("../sda", &p, &id), -EINVAL);
+        assert_int_equal(identity_from_properties("..", &p, &id), -EINVAL);
+        assert_int_equal(identity_from_properties("sda", NULL, &id), -EINVAL);
+
+        memset(serial, 'a', sizeof(serial) - 1);
+        serial[sizeof(serial) - 1] = '\0';
+        p.serial = serial;
+        assert_int_equal(identity_from_properties("sda", &p, &id), -ENAMETOOLONG);
+        serial[sizeof(serial) - 2] = '\0'; /* exactly IDENTITY_STABLE_ID_MAX - 1 fits */
+        assert_int_equal(identity_from_properties("sda", &p, &id), 0);
+        assert_int_equal(strlen(id.stable_id), IDENTITY_STABLE_ID_MAX - 1);
+}
+
+static void test_identity_sysfs_ebs_nvme(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_sysfs(f->root, "nvme91n1", &id), 0);
+        assert_string_equal(id.kernel_name, "nvme91n1");
+        assert_true(id.is_ebs);
+        assert_string_equal(id.volume_id, "vol-0123456789abcdef0");
+        assert_string_equal(id.device_name, ""); /* only identify data has the mapping */
+        assert_string_equal(id.stable_id, "");
+}
+
+static void test_identity_sysfs_non_ebs_nvme(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_sysfs(f->root, "nvme92n1", &id), 0);
+        assert_false(id.is_ebs);
+        assert_string_equal(id.volume_id, "");
+        assert_string_equal(id.stable_id, "nvme.1b36-6465616462656566-00000001");
+}
+
+static void test_identity_sysfs_scsi_wwid(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_sysfs(f->root, "sdzz", &id), 0);
+        assert_false(id.is_ebs);
+        assert_string_equal(id.stable_id, "t10.ATA     QEMU HARDDISK  QM00001");
+}
+
+static void test_identity_sysfs_loop(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_sysfs(f->root, "loop991", &id), 0);
+        assert_string_equal(id.kernel_name, "loop991");
+        assert_false(id.is_ebs);
+        assert_string_equal(id.stable_id, "");
+}
+
+static void test_identity_sysfs_missing(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_sysfs(f->root, "nvme93n1", &id), -ENOENT);
+        assert_int_equal(identity_from_sysfs("/nonexistent-sysfs", "nvme91n1", &id), -ENOENT);
+        assert_int_equal(identity_from_sysfs(f->root, "../block/nvme91n1", &id), -EINVAL);
+        assert_int_equal(identity_from_sysfs("", "nvme91n1", &id), -EINVAL);
+}
+
+static void test_identity_udev_unknown(void **state) {
+        DeviceIdentity id;
+
+        assert_int_equal(identity_from_udev("nvme91n1", &id), -ENOENT);
+        assert_int_equal(identity_from_udev("a/b", &id), -EINVAL);
+}
+
+static void test_identity_resolve_falls_back(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        assert_int_equal(identity_resolve(f->root, "nvme91n1", &id), 0);
+        assert_true(id.is_ebs);
+        assert_string_equal(id.volume_id, "vol-0123456789abcdef0");
+        assert_int_equal(identity_resolve(f->root, "nvme93n1", &id), -ENOENT);
+}
+
+static void test_identity_state_key_volume_id(void **state) {
+        DeviceIdentity id = {
+                .is_ebs = true, .volume_id = "vol-0123456789abcdef0", .stable_id = "ignored"};
+        char key[64];
+
+        assert_int_equal(identity_state_key(&id, key, sizeof(key)), 0);
+        assert_string_equal(key, "vol-0123456789abcdef0");
+}
+
+static void test_identity_state_key_sanitised(void **state) {
+        DeviceIdentity id = {.stable_id = "QEMU NVMe Ctrl_dead/beef:1\xc3\xa9"};
+        char key[64];
+
+        assert_int_equal(identity_state_key(&id, key, sizeof(key)), 0);
+        assert_string_equal(key, "QEMU_NVMe_Ctrl_dead_beef_1__");
+
+        strcpy(id.stable_id, "..");
+        assert_int_equal(identity_state_key(&id, key, sizeof(key)), 0);
+        assert_string_equal(key, "_.");
+
+        strcpy(id.stable_id, "nvme.1b36-ab_CD");
+        assert_int_equal(identity_state_key(&id, key, sizeof(key)), 0);
+        assert_string_equal(key, "nvme.1b36-ab_CD");
+}
+
+static void test_identity_state_key_nokey(void **state) {
+        DeviceIdentity id = {.kernel_name = "loop0"};
+        char key[64];
+
+        assert_int_equal(identity_state_key(&id, key, sizeof(key)), -ENOKEY);
+        id.is_ebs = true; /* an EBS flag without a volume id is still no key */
+        assert_int_equal(identity_state_key(&id, key, sizeof(key)), -ENOKEY);
+}
+
+static void test_identity_state_key_small_buffer(void **state) {
+        DeviceIdentity id = {.is_ebs = true, .volume_id = "vol-0123456789abcdef0"};
+        char key[22];
+
+        assert_int_equal(identity_state_key(&id, key, 21), -ENOBUFS);
+        assert_int_equal(identity_state_key(&id, key, 22), 0);
+        assert_string_equal(key, "vol-0123456789abcdef0");
+}
+
+#define SYSFS_TEST(f) cmocka_unit_test_setup_teardown(f, setup_sysfs, teardown_sysfs)
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_identity_properties_helper_preferred),
+                cmocka_unit_test(test_identity_properties_helper_only),
+                cmocka_unit_test(test_identity_properties_helper_invalid),
+                cmocka_unit_test(test_identity_properties_model_serial),
+                cmocka_unit_test(test_identity_properties_ebs_model_bad_serial),
+                cmocka_unit_test(test_identity_properties_non_ebs_serial),
+                cmocka_unit_test(test_identity_properties_non_ebs_wwn),
+                cmocka_unit_test(test_identity_properties_nothing),
+                cmocka_unit_test(test_identity_properties_bad_input),
+                SYSFS_TEST(test_identity_sysfs_ebs_nvme),
+                SYSFS_TEST(test_identity_sysfs_non_ebs_nvme),
+                SYSFS_TEST(test_identity_sysfs_scsi_wwid),
+                SYSFS_TEST(test_identity_sysfs_loop),
+                SYSFS_TEST(test_identity_sysfs_missing),
+                cmocka_unit_test(test_identity_udev_unknown),
+                SYSFS_TEST(test_identity_resolve_falls_back),
+                cmocka_unit_test(test_identity_state_key_volume_id),
+                cmocka_unit_test(test_identity_state_key_sanitised),
+                cmocka_unit_test(test_identity_state_key_nokey),
+                cmocka_unit_test(test_identity_state_key_small_buffer),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
