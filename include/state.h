@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-volume checkpoint: identity, chunk map, unreadable ranges and completion, in a
+ * versioned, CRC-protected little-endian file written atomically (temp file, fsync, rename,
+ * fsync of the directory). The codec is pure; load/save are the only parts that do I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chunkmap.h"
+
+#define STATE_MAGIC "EBSHSTAT"
+#define STATE_VERSION 1u
+#define STATE_KEY_MAX 255
+#define STATE_SUFFIX ".state"
+#define STATE_FILE_MAX (UINT64_C(64) << 20)
+#define STATE_BAD_RANGES_MAX 65536u
+
+typedef struct ByteRange {
+        uint64_t offset;
+        uint64_t length;
+} ByteRange;
+
+typedef struct HydrateState {
+        char key[STATE_KEY_MAX + 1]; /* volume id or other stable key; names the file */
+        uint64_t size;               /* device size in bytes */
+        uint32_t logical_block_size;
+        bool complete;         /* every chunk was read */
+        uint64_t created_usec; /* CLOCK_REALTIME */
+        uint64_t updated_usec; /* CLOCK_REALTIME */
+        uint64_t active_usec;  /* time spent hydrating, summed over runs */
+        uint64_t bytes_read;   /* bytes read, summed over runs (re-reads included) */
+        ChunkMap *map;
+        ByteRange *bad; /* unreadable ranges, sorted, merged */
+        size_t n_bad;
+} HydrateState;
+
+/* state_new() - fresh state for a device with no checkpoint yet. */
+int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logical_block_size,
+              uint32_t chunk_size);
+HydrateState *state_free(HydrateState *s);
+void state_freep(HydrateState **s);
+
+/* state_add_bad() - record [offset, offset + length) as unreadable, merging with neighbours. */
+int state_add_bad(HydrateState *s, uint64_t offset, uint64_t length);
+/* state_clear_bad() - forget unreadable ranges covered by [offset, offset + length) (read fine
+ * now). */
+void state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length);
+
+int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size);
+/*
+ * state_decode() - parse and fully validate a state file image.
+ * Returns 0; -EBADMSG (bad magic, checksum, or inconsistent fields); -EPROTONOSUPPORT (version).
+ */
+int state_decode(const uint8_t *buf, size_t size, HydrateState **ret);
+
+/*
+ * state_matches() - does @s describe this device? 0 if so, else -ESTALE with a static
+ * description of the first difference in *ret_why.
+ */
+int state_matches(const HydrateState *s, const char *key, uint64_t size,
+                  uint32_t logical_block_size, const char **ret_why);
+
+/* state_file_name() - "<key>.state" (malloc'ed), or NULL on ENOMEM. Keys never contain '/'. */
+char *state_file_name(const char *key);
+
+/*
+ * state_lock() - take the per-volume lock <dir>/<key>.lock (flock, exclusive, not waiting), so
+ * two processes never checkpoint the same volume over each other. Returns the descriptor that
+ * holds the lock, or -EBUSY if another process holds it.
+ */
+int state_lock(int dir_fd, const char *key);
+
+/* state_load() - read and decode <dir>/<key>.state; -ENOENT if there is none. No symlinks followed.
+ */
+int state_load(int dir_fd, const char *key, HydrateState **ret);
+/* state_save() - atomically replace <dir>/<key>.state (mode 0600); any fsync failure is an error.
+ */
+int state_save(int dir_fd, const HydrateState *s);
+/*
+ * state_set_aside() - rename <key>.state to <key>.state.<why>-<unix seconds>, keeping it for
+ * inspection; the new name goes to *ret_name (malloc'ed).
+ */
+int state_set_aside(int dir_fd, const char *key, const char *why, char **ret_name);

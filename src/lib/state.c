@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State file codec and atomic persistence. Layout (little endian), version 1:
+ *   magic[8] version:u32 flags:u32 size:u64 lbs:u32 chunk_size:u32 n_chunks:u64 n_done:u64
+ *   created:u64 updated:u64 active_usec:u64 bytes_read:u64 key_len:u32 n_bad:u32
+ *   key[key_len] bad[n_bad]{offset:u64 length:u64} bitmap[ceil(n_chunks/8)] crc32:u32
+ * The CRC (zlib crc32) covers every byte before it. Decoding trusts nothing it has not checked.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "state.h"
+#include "util.h"
+
+#define STATE_HEADER_SIZE 88u
+#define STATE_FLAG_COMPLETE 1u
+
+int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logical_block_size,
+              uint32_t chunk_size) {
+        _cleanup_(state_freep) HydrateState *s = NULL;
+        int r;
+
+        if (!key || !*key || strlen(key) > STATE_KEY_MAX || strchr(key, '/'))
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        r = chunkmap_new(&s->map, size, chunk_size);
+        if (r < 0)
+                return r;
+        strcpy(s->key, key);
+        s->size = size;
+        s->logical_block_size = logical_block_size;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+HydrateState *state_free(HydrateState *s) {
+        if (!s)
+                return NULL;
+        chunkmap_free(s->map);
+        free(s->bad);
+        free(s);
+        return NULL;
+}
+
+void state_freep(HydrateState **s) {
+        *s = state_free(*s);
+}
+
+static int bad_insert(HydrateState *s, size_t at, ByteRange range) {
+        ByteRange *b;
+
+        if (s->n_bad >= STATE_BAD_RANGES_MAX)
+                return -E2BIG;
+        b = realloc(s->bad, (s->n_bad + 1) * sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        memmove(b + at + 1, b + at, (s->n_bad - at) * sizeof(*b));
+        b[at] = range;
+        s->bad = b;
+        s->n_bad++;
+        return 0;
+}
+
+int state_add_bad(HydrateState *s, uint64_t offset, uint64_t length) {
+        uint64_t end = offset + length;
+        size_t i = 0, j;
+
+        /* Ranges stay sorted and disjoint: absorb every range that touches the new one. */
+        while (i < s->n_bad && s->bad[i].offset + s->bad[i].length < offset)
+                i++;
+        for (j = i; j < s->n_bad && s->bad[j].offset <= end; j++) {
+                end = MAX(end, s->bad[j].offset + s->bad[j].length);
+                offset = MIN(offset, s->bad[j].offset);
+        }
+        if (j == i)
+                return bad_insert(s, i, (ByteRange){offset, end - offset});
+
+        s->bad[i] = (ByteRange){offset, end - offset};
+        memmove(s->bad + i + 1, s->bad + j, (s->n_bad - j) * sizeof(ByteRange));
+        s->n_bad -= j - i - 1;
+        return 0;
+}
+
+void state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length) {
+        size_t k = 0;
+
+        /* Whole ranges inside the cleared span go; a range is recorded per failed request, so
+         * partial overlap does not happen in practice and is kept rather than guessed at. */
+        for (size_t i = 0; i < s->n_bad; i++)
+                if (s->bad[i].offset < offset ||
+                    s->bad[i].offset + s->bad[i].length > offset + length)
+                        s->bad[k++] = s->bad[i];
+        s->n_bad = k;
+}
+
+static uint8_t *put_u32(uint8_t *p, uint32_t v) {
+        v = htole32(v);
+        memcpy(p, &v, sizeof(v));
+        return p + sizeof(v);
+}
+
+static uint8_t *put_u64(uint8_t *p, uint64_t v) {
+        v = htole64(v);
+        memcpy(p, &v, sizeof(v));
+        return p + sizeof(v);
+}
+
+static uint32_t get_u32(const uint8_t **p) {
+        uint32_t v;
+
+        memcpy(&v, *p, sizeof(v));
+        *p += sizeof(v);
+        return le32toh(v);
+}
+
+static uint64_t get_u64(const uint8_t **p) {
+        uint64_t v;
+
+        memcpy(&v, *p, sizeof(v));
+        *p += sizeof(v);
+        return le64toh(v);
+}
+
+static size_t encoded_size(size_t key_len, size_t n_bad, size_t bitmap_bytes) {
+        return STATE_HEADER_SIZE + key_len + n_bad * 16 + bitmap_bytes + 4;
+}
+
+int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size) {
+        size_t key_len = strlen(s->key), bitmap = chunkmap_bitmap_bytes(s->map);
+        size_t size = encoded_size(key_len, s->n_bad, bitmap);
+        uint8_t *buf, *p;
+
+        buf = malloc(size);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, STATE_MAGIC, 8);
+        p = put_u32(buf + 8, STATE_VERSION);
+        p = put_u32(p, s->complete ? STATE_FLAG_COMPLETE : 0);
+        p = put_u64(p, s->size);
+        p = put_u32(p, s->logical_block_size);
+        p = put_u32(p, s->map->chunk_size);
+        p = put_u64(p, s->map->n_chunks);
+        p = put_u64(p, s->map->n_done);
+        p = put_u64(p, s->created_usec);
+        p = put_u64(p, s->updated_usec);
+        p = put_u64(p, s->active_usec);
+        p = put_u64(p, s->bytes_read);
+        p = put_u32(p, (uint32_t)key_len);
+        p = put_u32(p, (uint32_t)s->n_bad);
+        memcpy(p, s->key, key_len);
+        p += key_len;
+        for (size_t i = 0; i < s->n_bad; i++) {
+                p = put_u64(p, s->bad[i].offset);
+                p = put_u64(p, s->bad[i].length);
+        }
+        chunkmap_bitmap_export(s->map, p);
+        p += bitmap;
+        put_u32(p, (uint32_t)crc32(0L, buf, (uInt)(p - buf)));
+
+        *ret_buf = buf;
+        *ret_size = size;
+        return 0;
+}
+
+static bool key_valid(const uint8_t *key, size_t len) {
+        if (len == 0 || len > STATE_KEY_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (key[i] <= ' ' || key[i] >= 0x7f || key[i] == '/')
+                        return false;
+        return true;
+}
+
+static bool bad_ranges_valid(const HydrateState *s) {
+        for (size_t i = 0; i < s->n_bad; i++) {
+                const ByteRange *b = &s->bad[i];
+
+                if (b->length == 0 || b->offset >= s->size || b->length > s->size - b->offset)
+                        return false;
+                if (i > 0 && b->offset <= s->bad[i - 1].offset + s->bad[i - 1].length)
+                        return false;
+        }
+        return true;
+}
+
+static bool lbs_valid(uint32_t lbs) {
+        return lbs >= 512 && lbs <= 65536 && (lbs & (lbs - 1)) == 0;
+}
+
+int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
+        _cleanup_(state_freep) HydrateState *s = NULL;
+        uint32_t version, flags, lbs, chunk_size, key_len, n_bad, crc;
+        uint64_t dev_size, n_chunks, n_done;
+        const uint8_t *p = buf, *key;
+        int r;
+
+        if (size < encoded_size(0, 0, 0) || memcmp(buf, STATE_MAGIC, 8) != 0)
+                return -EBADMSG;
+        p = buf + size - 4;
+        crc = get_u32(&p);
+        if (crc != (uint32_t)crc32(0L, buf, (uInt)(size - 4)))
+                return -EBADMSG;
+
+        p = buf + 8;
+        version = get_u32(&p);
+        if (version != STATE_VERSION)
+                return -EPROTONOSUPPORT;
+        flags = get_u32(&p);
+        dev_size = get_u64(&p);
+        lbs = get_u32(&p);
+        chunk_size = get_u32(&p);
+        n_chunks = get_u64(&p);
+        n_done = get_u64(&p);
+        if ((flags & ~STATE_FLAG_COMPLETE) != 0 || !lbs_valid(lbs))
+                return -EBADMSG;
+
+        if (!chunk_size_valid(chunk_size) || dev_size == 0 || dev_size % lbs != 0 ||
+            n_chunks != DIV_ROUND_UP(dev_size, chunk_size))
+                return -EBADMSG;
+        if (n_chunks > (STATE_FILE_MAX * 8))
+                return -EBADMSG;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->created_usec = get_u64(&p);
+        s->updated_usec = get_u64(&p);
+        s->active_usec = get_u64(&p);
+        s->bytes_read = get_u64(&p);
+        key_len = get_u32(&p);
+        n_bad = get_u32(&p);
+        if (key_len > STATE_KEY_MAX || n_bad > STATE_BAD_RANGES_MAX ||
+            size != encoded_size(key_len, n_bad, DIV_ROUND_UP(n_chunks, 8)))
+                return -EBADMSG;
+
+        key = p;
+        if (!key_valid(key, key_len))
+                return -EBADMSG;
+        memcpy(s->key, key, key_len);
+        p += key_len;
+
+        s->size = dev_size;
+        s->logical_block_size = lbs;
+        s->complete = flags & STATE_FLAG_COMPLETE;
+        if (n_bad > 0) {
+                s->bad = calloc(n_bad, sizeof(ByteRange));
+                if (!s->bad)
+                        return -ENOMEM;
+        }
+        for (s->n_bad = 0; s->n_bad < n_bad; s->n_bad++) {
+                s->bad[s->n_bad].offset = get_u64(&p);
+                s->bad[s->n_bad].length = get_u64(&p);
+        }
+        if (!bad_ranges_valid(s))
+                return -EBADMSG;
+
+        r = chunkmap_new(&s->map, dev_size, chunk_size);
+        if (r < 0)
+                return r;
+        r = chunkmap_bitmap_import(s->map, p, DIV_ROUND_UP(n_chunks, 8));
+        if (r < 0)
+                return r;
+        if (s->map->n_done != n_done || s->complete != chunkmap_complete(s->map))
+                return -EBADMSG;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int state_matches(const HydrateState *s, const char *key, uint64_t size,
+                  uint32_t logical_block_size, const char **ret_why) {
+        if (strcmp(s->key, key) != 0)
+                *ret_why = "it belongs to another volume";
+        else if (s->size != size)
+                *ret_why = "the device size changed";
+        else if (s->logical_block_size != logical_block_size)
+                *ret_why = "the logical block size changed";
+        else
+                return 0;
+        return -ESTALE;
+}
+
+char *state_file_name(const char *key) {
+        char *name;
+
+        return asprintf(&name, "%s%s", key, STATE_SUFFIX) < 0 ? NULL : name;
+}
+
+int state_lock(int dir_fd, const char *key) {
+        _cleanup_free_ char *name = NULL;
+        _cleanup_close_ int fd = -1;
+
+        if (asprintf(&name, "%s.lock", key) < 0)
+                return -ENOMEM;
+        fd = openat(dir_fd, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? -EBUSY : -errno;
+        return TAKE_FD(fd);
+}
+
+static int read_all(int fd, uint8_t **ret_buf, size_t *ret_size) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        size_t have = 0;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADMSG;
+        if ((uint64_t)st.st_size > STATE_FILE_MAX)
+                return -EFBIG;
+        buf = malloc(MAX((size_t)st.st_size, 1u));
+        if (!buf)
+                return -ENOMEM;
+        while (have < (size_t)st.st_size) {
+                ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break; /* shrank under us: the decoder rejects the short image */
+                have += (size_t)n;
+        }
+        *ret_buf = TAKE_PTR(buf);
+        *ret_size = have;
+        return 0;
+}
+
+int state_load(int dir_fd, const char *key, HydrateState **ret) {
+        _cleanup_free_ char *name = state_file_name(key);
+        _cleanup_free_ uint8_t *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t size = 0;
+        int r;
+
+        if (!name)
+                return -ENOMEM;
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return errno == ELOOP ? -EBADMSG : -errno;
+        r = read_all(fd, &buf, &size);
+        if (r < 0)
+                return r;
+        return state_decode(buf, size, ret);
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t size) {
+        while (size > 0) {
+                ssize_t n = write(fd, buf, size);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                buf += n;
+                size -= (size_t)n;
+        }
+        return 0;
+}
+
+int state_save(int dir_fd, const HydrateState *s) {
+        _cleanup_free_ char *name = state_file_name(s->key), *tmp = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t size = 0;
+        int r;
+
+        if (!name || asprintf(&tmp, ".%s.tmp", name) < 0)
+                return -ENOMEM;
+        r = state_encode(s, &buf, &size);
+        if (r < 0)
+                return r;
+
+        (void)unlinkat(dir_fd, tmp, 0); /* a leftover from a crash; O_EXCL below refuses links */
+        fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, buf, size);
+        /* An fsync error is final: the kernel may have dropped the dirty pages, so never retry. */
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && close(TAKE_FD(fd)) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void)unlinkat(dir_fd, tmp, 0);
+                return r;
+        }
+        return fsync(dir_fd) < 0 ? -errno : 0;
+}
+
+int state_set_aside(int dir_fd, const char *key, const char *why, char **ret_name) {
+        _cleanup_free_ char *name = state_file_name(key), *aside = NULL;
+
+        if (!name || asprintf(&aside, "%s.%s-%lld", name, why, (long long)time(NULL)) < 0)
+                return -ENOMEM;
+        if (renameat(dir_fd, name, dir_fd, aside) < 0)
+                return -errno;
+        (void)fsync(dir_fd);
+        *ret_name = TAKE_PTR(aside);
+        return 0;
+}
