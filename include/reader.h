@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libaio queue-depth reader: up to N O_DIRECT reads in flight on a read-only descriptor,
+ * completions delivered through an eventfd watched by sd-event. The data is never looked at,
+ * so every read lands in one shared aligned buffer: memory does not grow with queue depth.
+ * The reader handles partial io_submit, -EAGAIN, -EINTR and short reads itself; a request's
+ * final outcome (all bytes read, or a negative errno) goes to the completion callback.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+typedef struct Reader Reader;
+
+typedef struct ReadRequest {
+        uint64_t offset;  /* aligned to the reader's alignment */
+        uint64_t length;  /* multiple of the alignment, at most the reader's max request size */
+        unsigned attempt; /* caller's bookkeeping (retries); passed back untouched */
+} ReadRequest;
+
+/* Called once per request with 0 or a negative errno. May submit new requests. */
+typedef void (*reader_complete_t)(Reader *r, const ReadRequest *req, int error, void *userdata);
+
+/*
+ * reader_new() - set up the aio context (io_setup; -EAGAIN when fs.aio-max-nr is exhausted),
+ * the eventfd and its sd-event source.
+ * @fd: opened O_RDONLY|O_DIRECT; not owned. @depth: max requests in flight.
+ * @max_request: largest request in bytes. @alignment: the device's logical block size.
+ */
+int reader_new(Reader **ret, sd_event *event, int fd, unsigned depth, uint64_t max_request,
+               uint32_t alignment, reader_complete_t complete, void *userdata);
+/* reader_free() - waits for reads still in flight (io_destroy), then frees. NULL-safe. */
+Reader *reader_free(Reader *r);
+void reader_freep(Reader **r);
+
+/* reader_submit() - queue one read; -EBUSY when every slot is taken, -EINVAL if misaligned. */
+int reader_submit(Reader *r, const ReadRequest *req);
+/* reader_flush() - hand queued reads to the kernel (io_submit). Errors go to the callback. */
+void reader_flush(Reader *r);
+
+unsigned reader_depth(const Reader *r);
+unsigned reader_busy(const Reader *r); /* queued + in flight + waiting to be resubmitted */
+bool reader_idle(const Reader *r);

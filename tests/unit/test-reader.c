@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libaio reader against a real file opened O_DIRECT, on a real sd-event loop. io_submit is
+ * wrapped (-Wl,--wrap=io_submit) so tests can make the kernel accept only part of a batch or
+ * refuse it with -EAGAIN, the cases a real device produces only under pressure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libaio.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "reader.h"
+#include "util.h"
+
+#define CHUNK 65536u
+#define N_CHUNKS 64u
+
+int __real_io_submit(io_context_t ctx, long nr, struct iocb *ios[]);
+int __wrap_io_submit(io_context_t ctx, long nr, struct iocb *ios[]);
+
+static int submit_limit;  /* > 0: accept at most this many per call */
+static int eagain_budget; /* calls left that fail with -EAGAIN */
+static int submit_calls;
+
+int __wrap_io_submit(io_context_t ctx, long nr, struct iocb *ios[]) {
+        submit_calls++;
+        if (eagain_budget > 0) {
+                eagain_budget--;
+                return -EAGAIN;
+        }
+        if (submit_limit > 0 && nr > submit_limit)
+                nr = submit_limit;
+        return __real_io_submit(ctx, nr, ios);
+}
+
+typedef struct Fixture {
+        char path[64];
+        int fd;
+        sd_event *event;
+        Reader *reader;
+        unsigned completions[N_CHUNKS + 1];
+        int last_error;
+        unsigned n_errors;
+        unsigned next;  /* next chunk to submit */
+        unsigned limit; /* chunks to read in total */
+} Fixture;
+
+static void on_complete(Reader *r, const ReadRequest *req, int error, void *userdata);
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+        char buf[CHUNK];
+
+        strcpy(f->path, "/var/tmp/test-reader-XXXXXX");
+        f->fd = mkstemp(f->path);
+        assert_true(f->fd >= 0);
+        memset(buf, 0xa5, sizeof(buf));
+        for (unsigned i = 0; i < N_CHUNKS; i++)
+                assert_int_equal(write(f->fd, buf, sizeof(buf)), sizeof(buf));
+        assert_int_equal(close(f->fd), 0);
+        f->fd = open(f->path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        assert_true(f->fd >= 0);
+        assert_int_equal(sd_event_new(&f->event), 0);
+        assert_int_equal(reader_new(&f->reader, f->event, f->fd, 8, CHUNK, 4096, on_complete, f),
+                         0);
+        f->limit = N_CHUNKS;
+        submit_limit = 0;
+        eagain_budget = 0;
+        submit_calls = 0;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        reader_free(f->reader);
+        sd_event_unref(f->event);
+        close(f->fd);
+        unlink(f->path);
+        free(f);
+        return 0;
+}
+
+static void feed(Fixture *f) {
+        while (f->next < f->limit) {
+                ReadRequest req = {(uint64_t)f->next * CHUNK, CHUNK, 0};
+
+                if (reader_submit(f->reader, &req) == -EBUSY)
+                        break;
+                f->next++;
+        }
+        reader_flush(f->reader);
+        if (f->next >= f->limit && reader_idle(f->reader))
+                (void)sd_event_exit(f->event, 0);
+}
+
+static void on_complete(Reader *r, const ReadRequest *req, int error, void *userdata) {
+        Fixture *f = userdata;
+
+        if (error < 0) {
+                f->n_errors++;
+                f->last_error = error;
+        } else
+                f->completions[req->offset / CHUNK]++;
+        feed(f);
+}
+
+static void run_all(Fixture *f) {
+        feed(f);
+        assert_int_equal(sd_event_loop(f->event), 0);
+}
+
+static void assert_each_read_once(Fixture *f, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                assert_int_equal(f->completions[i], 1);
+}
+
+static void test_reader_reads_every_chunk_once(void **state) {
+        Fixture *f = *state;
+
+        run_all(f);
+        assert_int_equal(f->n_errors, 0);
+        assert_each_read_once(f, N_CHUNKS);
+        assert_true(reader_idle(f->reader));
+}
+
+static void test_reader_partial_submit(void **state) {
+        Fixture *f = *state;
+
+        submit_limit = 1; /* the kernel takes one iocb per call */
+        run_all(f);
+        assert_int_equal(f->n_errors, 0);
+        assert_each_read_once(f, N_CHUNKS);
+        assert_true(submit_calls >= (int)N_CHUNKS);
+}
+
+static void test_reader_eagain_is_retried(void **state) {
+        Fixture *f = *state;
+
+        eagain_budget = 3; /* nothing in flight: the reader must come back by itself, on a timer */
+        run_all(f);
+        assert_int_equal(f->n_errors, 0);
+        assert_each_read_once(f, N_CHUNKS);
+        assert_true(submit_calls > 3);
+}
+
+static void test_reader_rejects_misaligned_and_full(void **state) {
+        Fixture *f = *state;
+
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){512, 4096, 0}), -EINVAL);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 1000, 0}), -EINVAL);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 2 * CHUNK, 0}), -EINVAL);
+        for (unsigned i = 0; i < reader_depth(f->reader); i++)
+                assert_int_equal(
+                        reader_submit(f->reader, &(ReadRequest){(uint64_t)i * CHUNK, CHUNK, 0}), 0);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, CHUNK, 0}), -EBUSY);
+        f->next = f->limit = reader_depth(f->reader);
+        reader_flush(f->reader);
+        assert_int_equal(sd_event_loop(f->event), 0);
+        assert_each_read_once(f, reader_depth(f->reader));
+}
+
+static void test_reader_past_end_is_an_error(void **state) {
+        Fixture *f = *state;
+
+        /* A read that starts at the end of the file returns 0 bytes: the device shrank. */
+        f->next = N_CHUNKS;
+        f->limit = N_CHUNKS + 1;
+        run_all(f);
+        assert_int_equal(f->n_errors, 1);
+        assert_int_equal(f->last_error, -ENXIO);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_reader_reads_every_chunk_once, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_reader_partial_submit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reader_eagain_is_retried, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reader_rejects_misaligned_and_full, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_reader_past_end_is_an_error, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
