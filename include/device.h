@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening the block device to hydrate: read-only and O_DIRECT, always. Resolves the kernel
+ * name from the device number (so /dev/disk/by-id links work), rejects partitions and
+ * non-block files, and reads the size and logical block size from the kernel.
+ */
+#pragma once
+
+#include <stdint.h>
+
+typedef struct BlockDevice {
+        int fd;                      /* O_RDONLY | O_DIRECT */
+        char *path;                  /* as given or /dev/<name> */
+        char kernel_name[64];        /* nvme1n1 */
+        uint64_t size;               /* bytes, BLKGETSIZE64 */
+        uint32_t logical_block_size; /* BLKSSZGET */
+} BlockDevice;
+
+/* device_path_from_arg() - "/dev/nvme1n1" stays, "nvme1n1" becomes "/dev/nvme1n1" (malloc'ed). */
+char *device_path_from_arg(const char *arg);
+
+/*
+ * block_device_open() - open @path for hydration. @sysfs_root is "/sys" normally.
+ * Errors: -ENOTBLK (not a block device), -EISDIR with *ret_whole set (a partition: the whole
+ * disk's kernel name goes there), -ENODATA (size 0), or the errno of open/ioctl.
+ */
+int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret,
+                      char ret_whole[64]);
+void block_device_close(BlockDevice *d);

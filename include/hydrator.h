@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hydration of one device: loads (or starts) its checkpoint, plans the chunks still cold,
+ * keeps the reader busy within the rate limit, retries failed reads with backoff and records
+ * what stays unreadable, checkpoints on a timer and on progress, and tells its owner when it
+ * is finished. Everything runs on one sd-event loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "device.h"
+#include "state.h"
+
+#define HYDRATOR_CHECKPOINT_INTERVAL_USEC (5 * UINT64_C(1000000))
+#define HYDRATOR_CHECKPOINT_MIN_GAP_USEC (20 * UINT64_C(1000))
+#define HYDRATOR_CHECKPOINT_PERMILLE 10 /* also checkpoint after each 1% of the volume */
+#define HYDRATOR_TICK_USEC (500 * UINT64_C(1000))
+#define HYDRATOR_RETRIES 3
+#define HYDRATOR_RETRY_BASE_USEC (100 * UINT64_C(1000)) /* 0.1 s, 0.4 s, 1.6 s */
+
+typedef enum HydratorPhase {
+        HYDRATOR_LOADED, /* state loaded, not started */
+        HYDRATOR_HYDRATING,
+        HYDRATOR_COMPLETE,   /* every chunk read */
+        HYDRATOR_UNREADABLE, /* finished, but some ranges could not be read */
+        HYDRATOR_FAILED,     /* stopped by an error (device gone, state not savable) */
+        HYDRATOR_STOPPED,    /* stopped on request, state saved */
+} HydratorPhase;
+
+typedef struct Hydrator Hydrator;
+typedef void (*hydrator_finished_t)(Hydrator *h, void *userdata);
+
+typedef struct HydratorStatus {
+        HydratorPhase phase;
+        const char *key;
+        uint64_t size;
+        uint64_t done_bytes;
+        uint64_t rate;      /* bytes/s, sliding window */
+        uint64_t run_bytes; /* bytes read by this run */
+        uint64_t run_usec;  /* duration of this run so far */
+        size_t n_bad;       /* unreadable ranges recorded */
+        const ByteRange *bad;
+        int error; /* negative errno when FAILED */
+} HydratorStatus;
+
+/*
+ * hydrator_new() - load the checkpoint of @key from @state_dir_fd, or start a fresh one.
+ * A checkpoint that is corrupt, of an unknown version or of another device is logged, set
+ * aside (renamed) and replaced by a fresh state. @dev and @state_dir_fd are borrowed.
+ */
+int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const char *key,
+                 int state_dir_fd, const HydrateSettings *settings);
+Hydrator *hydrator_free(Hydrator *h);
+void hydrator_freep(Hydrator **h);
+
+/* hydrator_start() - begin reading. @finished is called once, when the phase stops being HYDRATING.
+ */
+int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata);
+/* hydrator_stop() - stop planning new reads, save the checkpoint, phase STOPPED (unless finished).
+ */
+void hydrator_stop(Hydrator *h);
+void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second);
+
+bool hydrator_already_complete(const Hydrator *h);
+void hydrator_get_status(const Hydrator *h, HydratorStatus *ret);
+const HydrateState *hydrator_state(const Hydrator *h);

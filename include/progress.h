@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Progress arithmetic and its human renderings: a sliding-window rate, the ETA, the percent
+ * shown to users (never 100.0 before it is true), and the STATUS=, progress-bar and summary
+ * lines. Pure functions over numbers; the callers own clocks and output.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROGRESS_SAMPLES 32
+#define PROGRESS_WINDOW_USEC (10 * UINT64_C(1000000))
+#define PROGRESS_ETA_UNKNOWN UINT64_MAX
+
+typedef struct ProgressSample {
+        uint64_t usec;
+        uint64_t bytes;
+} ProgressSample;
+
+typedef struct Progress {
+        ProgressSample samples[PROGRESS_SAMPLES]; /* ring, oldest at head once full */
+        unsigned n;
+        unsigned head;
+} Progress;
+
+void progress_init(Progress *p, uint64_t now_usec, uint64_t done_bytes);
+void progress_sample(Progress *p, uint64_t now_usec, uint64_t done_bytes);
+/* progress_rate() - bytes per second over the last PROGRESS_WINDOW_USEC (or what there is). */
+uint64_t progress_rate(const Progress *p);
+/* progress_eta() - seconds left at @rate, or PROGRESS_ETA_UNKNOWN when the rate is 0. */
+uint64_t progress_eta(uint64_t done_bytes, uint64_t total_bytes, uint64_t rate);
+/* progress_permille() - done/total in tenths of a percent, rounded down: 999 until truly done. */
+unsigned progress_permille(uint64_t done_bytes, uint64_t total_bytes);
+
+/* "187 MiB/s", "4.2 MiB/s", "512 KiB/s" into buf. */
+char *format_rate(char *buf, size_t size, uint64_t bytes_per_second);
+
+/* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left" */
+char *progress_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
+                             uint64_t total_bytes, uint64_t rate);
+/* "[########............]  42.1%  12.3/29.3 GiB  187 MiB/s  ETA 3 min" fitted to @width columns. */
+char *progress_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
+                          uint64_t total_bytes, uint64_t rate);

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ebs-hydrated: hydrate one block device in the foreground. Parses the command line, resolves
+ * the device's identity and configuration, and runs the hydrator on an sd-event loop with a
+ * progress bar on a terminal. Exit codes: 0 complete, 1 failed, 2 bad usage or configuration,
+ * 3 finished with unreadable ranges.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "build-config.h"
+#include "config.h"
+#include "device.h"
+#include "hydrator.h"
+#include "identity.h"
+#include "log.h"
+#include "parse.h"
+#include "progress.h"
+
+enum {
+        EXIT_COMPLETE = 0,
+        EXIT_FAILED = 1,
+        EXIT_USAGE = 2,
+        EXIT_UNREADABLE = 3,
+};
+
+typedef enum ProgressMode { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } ProgressMode;
+
+typedef struct Args {
+        const char *device;
+        const char *state_dir;
+        const char *config_dir;
+        const char *state_key;
+        ProgressMode progress;
+        bool set_queue_depth, set_block_size, set_rate_limit;
+        HydrateSettings cli; /* only the fields flagged above are meaningful */
+} Args;
+
+typedef struct Run {
+        sd_event *event;
+        Hydrator *hydrator;
+        sd_event_source *bar_timer;
+        bool bar;
+        bool bar_drawn;
+        int signal; /* the signal that stopped us, or 0 */
+} Run;
+
+static void help(void) {
+        printf("Usage: ebs-hydrated [OPTIONS] DEVICE\n"
+               "\n"
+               "Read every block of DEVICE once, so that a volume restored from an EBS snapshot\n"
+               "stops paying first-touch latency. Progress is checkpointed; a new run resumes.\n"
+               "\n"
+               "DEVICE is a path (/dev/nvme1n1, /dev/disk/by-id/...) or a kernel name (nvme1n1).\n"
+               "\n"
+               "Options:\n"
+               "  -q, --queue-depth=N      reads in flight (1-%u; default %u)\n"
+               "  -b, --block-size=SIZE    bytes per read, e.g. 512K, 1M (default 1M)\n"
+               "  -r, --rate-limit=RATE    bytes per second, e.g. 200M; 0 = unlimited (default)\n"
+               "      --state-dir=DIR      where checkpoints live (default $STATE_DIRECTORY,\n"
+               "                           else %s)\n"
+               "      --config-dir=DIR     read DIR/hydrate.conf and DIR/hydrate.conf.d/*.conf\n"
+               "                           instead of %s and %s\n"
+               "      --state-key=KEY      name the checkpoint KEY instead of the volume id or\n"
+               "                           udev serial (needed for devices without either)\n"
+               "      --progress=WHEN      progress bar on stderr: auto (on a terminal), always,\n"
+               "                           never\n"
+               "  -h, --help               show this help\n"
+               "      --version            show the version\n"
+               "\n"
+               "Exit status: 0 hydrated (or already hydrated, or disabled by configuration),\n"
+               "1 failed, 2 bad usage or configuration, 3 finished with unreadable ranges.\n"
+               "See ebs-hydrated(8) and ebs-hydrate.conf(5).\n",
+               HYDRATE_QUEUE_DEPTH_MAX, HYDRATE_DEFAULT_QUEUE_DEPTH, EBS_HYDRATE_STATE_DIR,
+               EBS_HYDRATE_VENDOR_CONF_DIR, EBS_HYDRATE_ETC_CONF_DIR);
+}
+
+static int parse_option_value(int opt, const char *value, Args *a) {
+        uint64_t v;
+        int r;
+
+        switch (opt) {
+        case 'q':
+                r = parse_unsigned(value, 1, HYDRATE_QUEUE_DEPTH_MAX, &v);
+                if (r < 0)
+                        return log_error_errno(r, "Invalid --queue-depth '%s': expected 1-%u",
+                                               value, HYDRATE_QUEUE_DEPTH_MAX);
+                a->cli.queue_depth = (unsigned)v;
+                a->set_queue_depth = true;
+                return 0;
+        case 'b':
+                r = parse_size(value, &v);
+                if (r < 0 || v < HYDRATE_BLOCK_SIZE_MIN || v > HYDRATE_BLOCK_SIZE_MAX ||
+                    v % 4096 != 0)
+                        return log_error_errno(-EINVAL,
+                                               "Invalid --block-size '%s': expected a multiple "
+                                               "of 4K between 4K and 64M",
+                                               value);
+                a->cli.block_size = v;
+                a->set_block_size = true;
+                return 0;
+        case 'r':
+                r = parse_size(value, &v);
+                if (r < 0)
+                        return log_error_errno(r,
+                                               "Invalid --rate-limit '%s': expected bytes per "
+                                               "second such as 200M, or 0",
+                                               value);
+                a->cli.rate_limit = v;
+                a->set_rate_limit = true;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+enum { ARG_STATE_DIR = 0x100, ARG_CONFIG_DIR, ARG_STATE_KEY, ARG_PROGRESS, ARG_VERSION };
+
+/* Returns 1 to run, 0 to exit successfully (--help), negative errno on bad usage. */
+static int parse_argv(int argc, char *argv[], Args *a) {
+        static const struct option options[] = {
+                {"queue-depth", required_argument, NULL, 'q'},
+                {"block-size", required_argument, NULL, 'b'},
+                {"rate-limit", required_argument, NULL, 'r'},
+                {"state-dir", required_argument, NULL, ARG_STATE_DIR},
+                {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
+                {"state-key", required_argument, NULL, ARG_STATE_KEY},
+                {"progress", required_argument, NULL, ARG_PROGRESS},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, ARG_VERSION},
+                {},
+        };
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "q:b:r:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'q':
+                case 'b':
+                case 'r':
+                        r = parse_option_value(c, optarg, a);
+                        if (r < 0)
+                                return r;
+                        break;
+                case ARG_STATE_DIR:
+                        a->state_dir = optarg;
+                        break;
+                case ARG_CONFIG_DIR:
+                        a->config_dir = optarg;
+                        break;
+                case ARG_STATE_KEY:
+                        if (!*optarg || strlen(optarg) > STATE_KEY_MAX || strchr(optarg, '/') ||
+                            optarg[0] == '.')
+                                return log_error_errno(
+                                        -EINVAL,
+                                        "Invalid --state-key '%s': use up to "
+                                        "%d characters, no '/', not starting with '.'",
+                                        optarg, STATE_KEY_MAX);
+                        a->state_key = optarg;
+                        break;
+                case ARG_PROGRESS:
+                        if (streq_ptr(optarg, "auto"))
+                                a->progress = PROGRESS_AUTO;
+                        else if (streq_ptr(optarg, "always"))
+                                a->progress = PROGRESS_ALWAYS;
+                        else if (streq_ptr(optarg, "never"))
+                                a->progress = PROGRESS_NEVER;
+                        else
+                                return log_error_errno(-EINVAL,
+                                                       "Invalid --progress '%s': expected "
+                                                       "auto, always or never",
+                                                       optarg);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("ebs-hydrated %s\n", EBS_HYDRATE_VERSION);
+                        return 0;
+                default:
+                        return -EINVAL; /* getopt printed the reason */
+                }
+
+        if (optind != argc - 1)
+                return log_error_errno(-EINVAL, optind == argc ? "No DEVICE given (see --help)"
+                                                               : "Only one DEVICE may be given");
+        a->device = argv[optind];
+        return 1;
+}
+
+static int open_device(const Args *a, const char *sysfs_root, BlockDevice *ret) {
+        _cleanup_free_ char *path = device_path_from_arg(a->device);
+        char whole[64] = "";
+        int r;
+
+        if (!path)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r = block_device_open(path, sysfs_root, ret, whole);
+        if (r == -ENOTBLK)
+                return log_error_errno(r, "%s is not a block device", path);
+        if (r == -EISDIR)
+                return log_error_errno(r, "%s is a partition; hydrate the whole disk /dev/%s", path,
+                                       whole);
+        if (r == -ENODATA)
+                return log_error_errno(r, "%s has size 0, nothing to hydrate", path);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open %s: %m", path);
+        return 0;
+}
+
+static int state_key_for(const Args *a, const DeviceIdentity *id, char *key, size_t size) {
+        int r;
+
+        if (a->state_key) {
+                snprintf(key, size, "%s", a->state_key);
+                return 0;
+        }
+        r = identity_state_key(id, key, size);
+        if (r < 0)
+                return log_error_errno(
+                        r,
+                        "%s is not an EBS volume and udev knows no serial or WWN for "
+                        "it; name its checkpoint with --state-key=KEY",
+                        id->kernel_name);
+        return 0;
+}
+
+static int load_settings(const Args *a, const DeviceIdentity *id, HydrateSettings *ret) {
+        const char *defaults[] = {EBS_HYDRATE_VENDOR_CONF_DIR, EBS_HYDRATE_ETC_CONF_DIR, NULL};
+        const char *one[] = {a->config_dir, NULL};
+        MatchTarget t = {id->volume_id, id->device_name, id->kernel_name};
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        hydrate_settings_init(ret);
+        r = config_load(a->config_dir ? one : defaults, &t, ret, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "Failed to load configuration");
+        if (a->set_queue_depth)
+                ret->queue_depth = a->cli.queue_depth;
+        if (a->set_block_size)
+                ret->block_size = a->cli.block_size;
+        if (a->set_rate_limit)
+                ret->rate_limit = a->cli.rate_limit;
+        return 0;
+}
+
+static int open_state_dir(const Args *a) {
+        _cleanup_free_ char *env = NULL;
+        const char *dir = a->state_dir;
+        int fd;
+
+        if (!dir && getenv("STATE_DIRECTORY")) {
+                env = strndup(getenv("STATE_DIRECTORY"), strcspn(getenv("STATE_DIRECTORY"), ":"));
+                dir = env;
+        }
+        if (!dir)
+                dir = EBS_HYDRATE_STATE_DIR;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Cannot create state directory %s: %m", dir);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(-errno, "Cannot open state directory %s: %m", dir);
+        return fd;
+}
+
+static unsigned terminal_width(void) {
+        struct winsize ws;
+
+        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+                return ws.ws_col;
+        return 80;
+}
+
+static void draw_bar(Run *run) {
+        HydratorStatus st;
+        char line[256];
+
+        if (!run->bar)
+                return;
+        hydrator_get_status(run->hydrator, &st);
+        progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
+                            st.rate);
+        fprintf(stderr, "\r\033[K%s", line);
+        fflush(stderr);
+        run->bar_drawn = true;
+}
+
+static void clear_bar(Run *run) {
+        if (run->bar_drawn)
+                fprintf(stderr, "\r\033[K");
+        run->bar_drawn = false;
+}
+
+static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        draw_bar(userdata);
+        (void)sd_event_source_set_time(s, usec + 500 * 1000);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Run *run = userdata;
+
+        run->signal = (int)si->ssi_signo;
+        log_info("Received %s, saving progress and stopping", strsignal((int)si->ssi_signo));
+        hydrator_stop(run->hydrator);
+        return 0;
+}
+
+static void on_finished(Hydrator *h, void *userdata) {
+        Run *run = userdata;
+
+        (void)sd_event_exit(run->event, 0);
+}
+
+static void print_summary(Run *run) {
+        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32];
+        HydratorStatus st;
+        double secs;
+
+        hydrator_get_status(run->hydrator, &st);
+        secs = (double)st.run_usec / 1e6;
+        printf("%s: %s %s of %s in %.1f s (%s average)", st.key,
+               st.phase == HYDRATOR_COMPLETE ? "hydrated, read" : "stopped after reading",
+               format_bytes(read, sizeof(read), st.run_bytes),
+               format_bytes(total, sizeof(total), st.size), secs,
+               format_rate(rate, sizeof(rate),
+                           secs > 0 ? (uint64_t)((double)st.run_bytes / secs) : 0));
+        if (st.phase != HYDRATOR_COMPLETE) {
+                unsigned pm = progress_permille(st.done_bytes, st.size);
+                printf(", %u.%u%% hydrated", pm / 10, pm % 10);
+        }
+        if (st.n_bad > 0) {
+                printf("; %zu unreadable range%s:", st.n_bad, st.n_bad == 1 ? "" : "s");
+                for (size_t i = 0; i < st.n_bad && i < 8; i++)
+                        printf(" %" PRIu64 "-%" PRIu64, st.bad[i].offset,
+                               st.bad[i].offset + st.bad[i].length - 1);
+                if (st.n_bad > 8)
+                        printf(" ...");
+                printf(" (bytes)");
+        }
+        printf("\n");
+        fflush(stdout);
+}
+
+static int exit_code_for(const HydratorStatus *st) {
+        switch (st->phase) {
+        case HYDRATOR_COMPLETE:
+                return EXIT_COMPLETE;
+        case HYDRATOR_UNREADABLE:
+                return EXIT_UNREADABLE;
+        default:
+                return EXIT_FAILED;
+        }
+}
+
+static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *key, int dir_fd,
+                   const HydrateSettings *settings) {
+        _cleanup_close_ int lock_fd = -1;
+        HydratorStatus st;
+        int r;
+
+        lock_fd = state_lock(dir_fd, key);
+        if (lock_fd == -EBUSY)
+                return log_error_errno(lock_fd,
+                                       "%s (%s) is being hydrated by another process already", key,
+                                       dev->path),
+                       EXIT_FAILED;
+        if (lock_fd < 0)
+                return log_error_errno(lock_fd, "Failed to lock state of %s: %m", key), EXIT_FAILED;
+        r = hydrator_new(&run->hydrator, run->event, dev, key, dir_fd, settings);
+        if (r < 0)
+                return EXIT_FAILED;
+        if (hydrator_already_complete(run->hydrator)) {
+                printf("%s: already hydrated, nothing to read\n", key);
+                return EXIT_COMPLETE;
+        }
+        log_info("Hydrating %s (%s), queue depth %u, %" PRIu64 " KiB reads%s", dev->path, key,
+                 settings->queue_depth, settings->block_size / 1024,
+                 settings->rate_limit ? ", rate limited" : "");
+
+        run->bar = a->progress == PROGRESS_ALWAYS ||
+                   (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
+        if (run->bar) {
+                r = sd_event_add_time_relative(run->event, &run->bar_timer, CLOCK_MONOTONIC, 0, 0,
+                                               on_bar_timer, run);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(run->bar_timer, SD_EVENT_ON);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the progress bar: %m"),
+                               EXIT_FAILED;
+        }
+        r = hydrator_start(run->hydrator, on_finished, run);
+        if (r < 0)
+                return EXIT_FAILED;
+        r = sd_event_loop(run->event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m"), EXIT_FAILED;
+        draw_bar(run);
+        clear_bar(run);
+        print_summary(run);
+        hydrator_get_status(run->hydrator, &st);
+        return exit_code_for(&st);
+}
+
+static int run_main(const Args *a) {
+        _cleanup_close_ int dir_fd = -1;
+        const char *sysfs_root = getenv("EBS_HYDRATE_SYSFS_ROOT") ?: "/sys";
+        BlockDevice dev = {.fd = -1};
+        DeviceIdentity id;
+        HydrateSettings settings;
+        char key[STATE_KEY_MAX + 1];
+        Run run = {};
+        int r, code;
+
+        if (open_device(a, sysfs_root, &dev) < 0)
+                return EXIT_USAGE;
+        if (identity_resolve(sysfs_root, dev.kernel_name, &id) < 0) {
+                memset(&id, 0, sizeof(id));
+                snprintf(id.kernel_name, sizeof(id.kernel_name), "%s", dev.kernel_name);
+        }
+        code = EXIT_USAGE;
+        if (state_key_for(a, &id, key, sizeof(key)) < 0 || load_settings(a, &id, &settings) < 0)
+                goto out;
+        code = EXIT_COMPLETE;
+        if (!settings.enabled) {
+                printf("%s: hydration disabled by configuration (Enabled=no), nothing to do\n",
+                       key);
+                goto out;
+        }
+        code = EXIT_FAILED;
+        dir_fd = open_state_dir(a);
+        if (dir_fd < 0)
+                goto out;
+        r = sd_event_default(&run.event);
+        if (r >= 0)
+                r = sd_event_add_signal(run.event, NULL, SIGTERM, on_signal, &run);
+        if (r >= 0)
+                r = sd_event_add_signal(run.event, NULL, SIGINT, on_signal, &run);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up the event loop: %m");
+                goto out;
+        }
+        code = hydrate(&run, a, &dev, key, dir_fd, &settings);
+out:
+        hydrator_free(run.hydrator); /* waits for reads in flight; the state is already saved */
+        sd_event_source_disable_unref(run.bar_timer);
+        sd_event_unref(run.event);
+        block_device_close(&dev);
+        if (run.signal > 0) {
+                /* Die by the signal, as a well-behaved program does, now that progress is saved. */
+                sigset_t ss;
+
+                sigemptyset(&ss);
+                sigaddset(&ss, run.signal);
+                signal(run.signal, SIG_DFL);
+                sigprocmask(SIG_UNBLOCK, &ss, NULL);
+                raise(run.signal);
+        }
+        return code;
+}
+
+int main(int argc, char *argv[]) {
+        Args a = {.progress = PROGRESS_AUTO};
+        sigset_t ss;
+        int r;
+
+        log_setup("ebs-hydrated");
+        r = parse_argv(argc, argv, &a);
+        if (r <= 0)
+                return r == 0 ? EXIT_COMPLETE : EXIT_USAGE;
+
+        /* sd-event takes signals through a signalfd: they must be blocked first. */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        return run_main(&a);
+}

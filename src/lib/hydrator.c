@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One device's hydration on an sd-event loop. The plan is a cursor over the chunk map: every
+ * chunk before the cursor is done, in flight, waiting for a retry or given up, so the run is
+ * over when the cursor has passed the end and nothing is outstanding. Chunks are marked done
+ * only when their read completed in full; a checkpoint records only done chunks, so a crash
+ * can make us read a chunk twice, never skip one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hydrator.h"
+#include "log.h"
+#include "progress.h"
+#include "reader.h"
+#include "util.h"
+
+typedef struct Retry {
+        ReadRequest req;
+        uint64_t due_usec;
+} Retry;
+
+struct Hydrator {
+        sd_event *event;
+        const BlockDevice *dev;
+        int state_dir_fd;
+        HydrateState *state;
+        HydrateSettings settings;
+        Reader *reader;
+        HydratorPhase phase;
+        int error;
+
+        uint64_t chunks_per_request;
+        uint64_t cursor; /* next chunk to plan */
+
+        Retry *retries;
+        size_t n_retries;
+        sd_event_source *retry_timer;
+
+        double tokens; /* rate limiter: bytes that may be requested now */
+        uint64_t tokens_usec;
+        sd_event_source *rate_timer;
+
+        sd_event_source *checkpoint_timer;
+        sd_event_source *tick_timer;
+        uint64_t checkpoint_done_bytes;
+        uint64_t checkpoint_usec;
+        uint64_t accounted_usec; /* active time already added to state->active_usec */
+
+        uint64_t run_start_usec;
+        uint64_t run_bytes;
+        Progress progress;
+
+        hydrator_finished_t finished;
+        void *userdata;
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int fresh_state(Hydrator *h, const char *key) {
+        const BlockDevice *d = h->dev;
+        int r;
+
+        r = state_new(&h->state, key, d->size, d->logical_block_size, chunk_size_for(d->size));
+        if (r < 0)
+                return log_error_errno(r, "Failed to create state for %s: %m", key);
+        h->state->created_usec = realtime_usec();
+        return 0;
+}
+
+static void set_aside(Hydrator *h, const char *key, const char *why, const char *what) {
+        _cleanup_free_ char *aside = NULL;
+        int r;
+
+        r = state_set_aside(h->state_dir_fd, key, why, &aside);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "State file %s.state %s, and it cannot be set aside (%m); "
+                                  "it will be overwritten",
+                                  key, what);
+        else
+                log_warning("State file %s.state %s: kept as %s, starting over", key, what, aside);
+}
+
+static int load_state(Hydrator *h, const char *key) {
+        const char *why;
+        int r;
+
+        r = state_load(h->state_dir_fd, key, &h->state);
+        if (r == -ENOENT)
+                return fresh_state(h, key);
+        if (r == -EBADMSG || r == -EPROTONOSUPPORT) {
+                set_aside(h, key, r == -EBADMSG ? "corrupt" : "unsupported",
+                          r == -EBADMSG ? "is corrupt" : "has an unsupported version");
+                return fresh_state(h, key);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to read state file %s.state: %m", key);
+
+        r = state_matches(h->state, key, h->dev->size, h->dev->logical_block_size, &why);
+        if (r < 0) {
+                h->state = state_free(h->state);
+                set_aside(h, key, "mismatch", why);
+                return fresh_state(h, key);
+        }
+        return 0;
+}
+
+int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const char *key,
+                 int state_dir_fd, const HydrateSettings *settings) {
+        _cleanup_(hydrator_freep) Hydrator *h = NULL;
+        int r;
+
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->event = sd_event_ref(event);
+        h->dev = dev;
+        h->state_dir_fd = state_dir_fd;
+        h->settings = *settings;
+        h->phase = HYDRATOR_LOADED;
+
+        r = load_state(h, key);
+        if (r < 0)
+                return r;
+        /* Reads cover whole chunks: BlockSize rounded to a multiple of the state's chunk size. */
+        h->chunks_per_request = MAX(UINT64_C(1), settings->block_size / h->state->map->chunk_size);
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+Hydrator *hydrator_free(Hydrator *h) {
+        if (!h)
+                return NULL;
+        reader_free(h->reader);
+        sd_event_source_disable_unref(h->retry_timer);
+        sd_event_source_disable_unref(h->rate_timer);
+        sd_event_source_disable_unref(h->checkpoint_timer);
+        sd_event_source_disable_unref(h->tick_timer);
+        state_free(h->state);
+        sd_event_unref(h->event);
+        free(h->retries);
+        free(h);
+        return NULL;
+}
+
+void hydrator_freep(Hydrator **h) {
+        *h = hydrator_free(*h);
+}
+
+bool hydrator_already_complete(const Hydrator *h) {
+        return h->state->complete;
+}
+
+const HydrateState *hydrator_state(const Hydrator *h) {
+        return h->state;
+}
+
+static int checkpoint(Hydrator *h) {
+        uint64_t now = now_usec();
+        int r;
+
+        if (h->run_start_usec > 0) {
+                h->state->active_usec += now - MAX(h->accounted_usec, h->run_start_usec);
+                h->accounted_usec = now;
+        }
+        h->state->updated_usec = realtime_usec();
+        h->state->complete = chunkmap_complete(h->state->map);
+        r = state_save(h->state_dir_fd, h->state);
+        if (r < 0)
+                return log_error_errno(r, "Failed to save state file %s.state: %m", h->state->key);
+        h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
+        h->checkpoint_usec = now;
+        return 0;
+}
+
+static void finish(Hydrator *h, HydratorPhase phase, int error) {
+        int r;
+
+        if (h->phase != HYDRATOR_HYDRATING)
+                return;
+        h->phase = phase;
+        h->error = error;
+        /* Stop all timers now; reads still in flight are waited for when the reader is freed. */
+        (void)sd_event_source_set_enabled(h->retry_timer, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(h->checkpoint_timer, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(h->tick_timer, SD_EVENT_OFF);
+        r = checkpoint(h);
+        if (r < 0 && h->phase != HYDRATOR_FAILED) {
+                h->phase = HYDRATOR_FAILED; /* progress that cannot be saved is not "done" */
+                h->error = r;
+        }
+        progress_sample(&h->progress, now_usec(), chunkmap_done_bytes(h->state->map));
+        if (h->finished)
+                h->finished(h, h->userdata);
+}
+
+static bool retryable(int error) {
+        /* Media errors: worth another try, then recorded. Anything else means the device or
+         * the descriptor is gone or wrong, and retrying would only record the whole volume bad. */
+        return error == -EIO || error == -ENODATA || error == -EILSEQ || error == -ETIMEDOUT ||
+               error == -EREMOTEIO;
+}
+
+static int arm_timer(sd_event_source *s, uint64_t usec) {
+        int r = sd_event_source_set_time(s, usec);
+
+        return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static int add_retry(Hydrator *h, const ReadRequest *req) {
+        Retry *n = realloc(h->retries, (h->n_retries + 1) * sizeof(*n));
+        /* attempt counts from 1 for the first retry: 0.1 s, 0.4 s, 1.6 s ... */
+        uint64_t backoff = HYDRATOR_RETRY_BASE_USEC << (2 * MIN(req->attempt - 1, 8u));
+
+        if (!n)
+                return -ENOMEM;
+        h->retries = n;
+        h->retries[h->n_retries++] = (Retry){*req, now_usec() + backoff};
+        return 0;
+}
+
+static void rearm_retry_timer(Hydrator *h) {
+        uint64_t due = UINT64_MAX;
+
+        for (size_t i = 0; i < h->n_retries; i++)
+                due = MIN(due, h->retries[i].due_usec);
+        if (due == UINT64_MAX)
+                (void)sd_event_source_set_enabled(h->retry_timer, SD_EVENT_OFF);
+        else if (arm_timer(h->retry_timer, due) < 0)
+                finish(h, HYDRATOR_FAILED, -ENOMEM);
+}
+
+static void give_up(Hydrator *h, const ReadRequest *req, int error) {
+        int r;
+
+        log_warning_errno(
+                error, "%s: bytes %" PRIu64 "-%" PRIu64 " unreadable after %u attempts: %m",
+                h->dev->path, req->offset, req->offset + req->length - 1, req->attempt + 1);
+        r = state_add_bad(h->state, req->offset, req->length);
+        if (r < 0)
+                finish(h, HYDRATOR_FAILED,
+                       log_error_errno(r, "Failed to record unreadable range: %m"));
+        /* The chunk stays busy: this run does not plan it again. */
+}
+
+/* A failed read: split multi-chunk requests so one bad chunk does not condemn its neighbours. */
+static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
+        const ChunkMap *m = h->state->map;
+        uint64_t first = req->offset / m->chunk_size;
+        uint64_t count = DIV_ROUND_UP(req->length, m->chunk_size);
+        int r = 0;
+
+        if (!retryable(error)) {
+                log_error_errno(error, "Failed to read %s at byte %" PRIu64 ": %m", h->dev->path,
+                                req->offset);
+                return finish(h, HYDRATOR_FAILED, error);
+        }
+        if (count == 1 && req->attempt >= HYDRATOR_RETRIES)
+                return give_up(h, req, error);
+
+        log_debug_errno(error, "%s: read at byte %" PRIu64 " failed (%m), retrying", h->dev->path,
+                        req->offset);
+        for (uint64_t c = first; c < first + count && r >= 0; c++)
+                r = add_retry(h, &(ReadRequest){chunkmap_offset(m, c),
+                                                chunkmap_range_bytes(m, c, 1), req->attempt + 1});
+        if (r < 0)
+                return finish(h, HYDRATOR_FAILED,
+                              log_error_errno(r, "Failed to queue a retry: %m"));
+        rearm_retry_timer(h);
+}
+
+static void fill(Hydrator *h);
+
+static void maybe_checkpoint(Hydrator *h) {
+        uint64_t done = chunkmap_done_bytes(h->state->map);
+        uint64_t step = MAX(h->state->size / 1000 * HYDRATOR_CHECKPOINT_PERMILLE, UINT64_C(1));
+
+        if (done - h->checkpoint_done_bytes < step ||
+            now_usec() - h->checkpoint_usec < HYDRATOR_CHECKPOINT_MIN_GAP_USEC)
+                return;
+        (void)checkpoint(h); /* logged; the timer tries again, and the final save must succeed */
+}
+
+static void on_read_complete(Reader *reader, const ReadRequest *req, int error, void *userdata) {
+        Hydrator *h = userdata;
+        ChunkMap *m = h->state->map;
+
+        if (h->phase != HYDRATOR_HYDRATING)
+                return; /* stopping: whatever completes now is simply not recorded */
+        if (error < 0)
+                handle_failure(h, req, error);
+        else {
+                chunkmap_mark_done(m, req->offset / m->chunk_size,
+                                   DIV_ROUND_UP(req->length, m->chunk_size));
+                if (h->state->n_bad > 0)
+                        state_clear_bad(h->state, req->offset, req->length);
+                h->run_bytes += req->length;
+                h->state->bytes_read += req->length;
+                maybe_checkpoint(h);
+        }
+        fill(h);
+}
+
+/* Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer. */
+static bool rate_allows(Hydrator *h, uint64_t bytes) {
+        uint64_t limit = h->settings.rate_limit, now = now_usec();
+        double burst;
+
+        if (limit == 0)
+                return true;
+        burst = MAX((double)bytes, (double)limit / 10.0);
+        h->tokens += (double)(now - h->tokens_usec) * (double)limit / 1e6;
+        h->tokens = MIN(h->tokens, burst);
+        h->tokens_usec = now;
+        if (h->tokens >= (double)bytes) {
+                h->tokens -= (double)bytes;
+                return true;
+        }
+        if (arm_timer(h->rate_timer,
+                      now + (uint64_t)(((double)bytes - h->tokens) * 1e6 / (double)limit) + 1) < 0)
+                finish(h, HYDRATOR_FAILED, -ENOMEM);
+        return false;
+}
+
+static bool submit_due_retries(Hydrator *h) {
+        uint64_t now = now_usec();
+        size_t i = 0;
+
+        while (i < h->n_retries) {
+                Retry *t = &h->retries[i];
+
+                if (t->due_usec > now) {
+                        i++;
+                        continue;
+                }
+                if (reader_submit(h->reader, &t->req) == -EBUSY)
+                        return false;
+                *t = h->retries[--h->n_retries];
+        }
+        rearm_retry_timer(h);
+        return true;
+}
+
+static bool plan_next(Hydrator *h) {
+        ChunkMap *m = h->state->map;
+        uint64_t first, count;
+        ReadRequest req;
+
+        if (chunkmap_next_free(m, h->cursor, h->chunks_per_request, &first, &count) < 0) {
+                h->cursor = m->n_chunks;
+                return false;
+        }
+        req = (ReadRequest){chunkmap_offset(m, first), chunkmap_range_bytes(m, first, count), 0};
+        if (!rate_allows(h, req.length))
+                return false;
+        if (reader_submit(h->reader, &req) < 0)
+                return false;
+        chunkmap_set_busy(m, first, count, true);
+        h->cursor = first + count;
+        return true;
+}
+
+static void check_finished(Hydrator *h) {
+        if (h->phase != HYDRATOR_HYDRATING || h->cursor < h->state->map->n_chunks ||
+            h->n_retries > 0 || !reader_idle(h->reader))
+                return;
+        finish(h, chunkmap_complete(h->state->map) ? HYDRATOR_COMPLETE : HYDRATOR_UNREADABLE, 0);
+}
+
+static void fill(Hydrator *h) {
+        if (h->phase != HYDRATOR_HYDRATING)
+                return;
+        if (submit_due_retries(h))
+                while (h->phase == HYDRATOR_HYDRATING &&
+                       reader_busy(h->reader) < reader_depth(h->reader) && plan_next(h))
+                        ;
+        reader_flush(h->reader);
+        check_finished(h);
+}
+
+static int on_wakeup(sd_event_source *s, uint64_t usec, void *userdata) {
+        fill(userdata);
+        return 0;
+}
+
+static int on_checkpoint_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Hydrator *h = userdata;
+
+        (void)checkpoint(h); /* logged; the next tick and the final save try again */
+        (void)arm_timer(s, usec + HYDRATOR_CHECKPOINT_INTERVAL_USEC);
+        return 0;
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Hydrator *h = userdata;
+
+        progress_sample(&h->progress, now_usec(), chunkmap_done_bytes(h->state->map));
+        (void)arm_timer(s, usec + HYDRATOR_TICK_USEC);
+        return 0;
+}
+
+static int add_timer(Hydrator *h, sd_event_source **ret, uint64_t usec,
+                     sd_event_time_handler_t cb) {
+        int r = sd_event_add_time(h->event, ret, CLOCK_MONOTONIC, usec, 10 * 1000, cb, h);
+
+        if (r < 0)
+                return r;
+        return usec == UINT64_MAX ? sd_event_source_set_enabled(*ret, SD_EVENT_OFF) : 0;
+}
+
+int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
+        const BlockDevice *d = h->dev;
+        uint64_t now = now_usec();
+        int r;
+
+        r = reader_new(&h->reader, h->event, d->fd, h->settings.queue_depth,
+                       h->chunks_per_request * h->state->map->chunk_size, d->logical_block_size,
+                       on_read_complete, h);
+        if (r < 0)
+                return log_error_errno(
+                        r, "Failed to set up asynchronous I/O for %s (queue depth %u): %m", d->path,
+                        h->settings.queue_depth);
+        r = add_timer(h, &h->retry_timer, UINT64_MAX, on_wakeup);
+        if (r >= 0)
+                r = add_timer(h, &h->rate_timer, UINT64_MAX, on_wakeup);
+        if (r >= 0)
+                r = add_timer(h, &h->checkpoint_timer, now + HYDRATOR_CHECKPOINT_INTERVAL_USEC,
+                              on_checkpoint_timer);
+        if (r >= 0)
+                r = add_timer(h, &h->tick_timer, now + HYDRATOR_TICK_USEC, on_tick);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up timers: %m");
+
+        h->finished = finished;
+        h->userdata = userdata;
+        h->phase = HYDRATOR_HYDRATING;
+        h->run_start_usec = h->accounted_usec = h->checkpoint_usec = h->tokens_usec = now;
+        h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
+        progress_init(&h->progress, now, h->checkpoint_done_bytes);
+        h->cursor = 0;
+        fill(h);
+        return 0;
+}
+
+void hydrator_stop(Hydrator *h) {
+        finish(h, HYDRATOR_STOPPED, 0);
+}
+
+void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second) {
+        h->settings.rate_limit = bytes_per_second;
+        h->tokens = 0;
+        h->tokens_usec = now_usec();
+        fill(h);
+}
+
+void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
+        *ret = (HydratorStatus){
+                .phase = h->phase,
+                .key = h->state->key,
+                .size = h->state->size,
+                .done_bytes = chunkmap_done_bytes(h->state->map),
+                .rate = h->phase == HYDRATOR_HYDRATING ? progress_rate(&h->progress) : 0,
+                .run_bytes = h->run_bytes,
+                .run_usec = h->run_start_usec > 0 ? now_usec() - h->run_start_usec : 0,
+                .n_bad = h->state->n_bad,
+                .bad = h->state->bad,
+                .error = h->error,
+        };
+}
