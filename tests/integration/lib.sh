@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+# Shared helpers for the integration tests: temporary loop devices, sector counters from
+# /sys/block/<dev>/stat (the kernel's independent count of what was read), and assertions.
+
+set -euo pipefail
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+require_root() {
+    if [ "$(id -u)" -ne 0 ] || ! [ -e /dev/loop-control ]; then
+        echo "SKIP: needs root and loop devices" >&2
+        exit 77
+    fi
+}
+
+WORK=$(mktemp -d /var/tmp/ebs-hydrate-test.XXXXXX)
+# Loop devices are found by backing file: make_loop runs in $(...), so it cannot record them.
+cleanup() {
+    local img l
+    for img in "$WORK"/*.img "$WORK"/img.*; do
+        [ -e "$img" ] || continue
+        for l in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$l" 2>/dev/null || true; done
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# make_loop SIZE [losetup options...]: a read-only, direct-I/O loop device over a sparse file
+make_loop() {
+    local size=$1 img
+    shift
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s "$size" "$img"
+    losetup -f --show --direct-io=on --read-only "$@" "$img"
+}
+
+# sectors_read DEV: 512-byte sectors read from DEV since it appeared
+sectors_read() {
+    awk '{ print $3 }' "/sys/block/$(basename "$1")/stat"
+}
+
+device_sectors() {
+    blockdev --getsz "$1"
+}
+
+assert_eq() {
+    [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"
+}
+
+assert_contains() {
+    grep -qF -- "$2" <<<"$1" || fail "$3: output does not contain '$2': $1"
+}
+
+# assert_le A B WHAT: integer A <= B
+assert_le() {
+    [ "$1" -le "$2" ] || fail "$3: $1 > $2"
+}
