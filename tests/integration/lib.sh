@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # Shared helpers for the integration tests: temporary loop devices, sector counters from
 # /sys/block/<dev>/stat (the kernel's independent count of what was read), and assertions.
 
@@ -37,7 +38,8 @@ make_loop() {
     losetup -f --show --direct-io=on --read-only "$@" "$img"
 }
 
-# sectors_read DEV: 512-byte sectors read from DEV since it appeared
+# sectors_read DEV: 512-byte sectors read from DEV. The count survives detaching and
+# re-attaching the same loop number: compare before and after, never use it absolutely.
 sectors_read() {
     awk '{ print $3 }' "/sys/block/$(basename "$1")/stat"
 }
