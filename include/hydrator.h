@@ -20,6 +20,7 @@
 #define HYDRATOR_CHECKPOINT_PERMILLE 10 /* also checkpoint after each 1% of the volume */
 #define HYDRATOR_TICK_USEC (500 * UINT64_C(1000))
 #define HYDRATOR_RETRIES 3
+#define HYDRATOR_FAILURE_STORM 64 /* reads in a row that failed: the device is gone, not bad */
 #define HYDRATOR_RETRY_BASE_USEC (100 * UINT64_C(1000)) /* 0.1 s, 0.4 s, 1.6 s */
 
 typedef enum HydratorPhase {

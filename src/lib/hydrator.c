@@ -33,6 +33,7 @@ struct Hydrator {
         HydratorPhase phase;
         int error;
 
+        unsigned failures_in_a_row;
         uint64_t chunks_per_request;
         uint64_t cursor; /* next chunk to plan */
 
@@ -272,6 +273,14 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
                                 req->offset);
                 return finish(h, HYDRATOR_FAILED, error);
         }
+        /* Media errors are rare and local; every read failing means the device went away. */
+        if (++h->failures_in_a_row >= HYDRATOR_FAILURE_STORM) {
+                log_error_errno(error,
+                                "%s: %u reads in a row failed (%m): the device looks detached "
+                                "or broken; stopping with progress saved",
+                                h->dev->path, h->failures_in_a_row);
+                return finish(h, HYDRATOR_FAILED, error);
+        }
         if (count == 1 && req->attempt >= HYDRATOR_RETRIES)
                 return give_up(h, req, error);
 
@@ -307,6 +316,7 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
         if (error < 0)
                 handle_failure(h, req, error);
         else {
+                h->failures_in_a_row = 0;
                 chunkmap_mark_done(m, req->offset / m->chunk_size,
                                    DIV_ROUND_UP(req->length, m->chunk_size));
                 if (h->state->n_bad > 0)

@@ -97,5 +97,23 @@ case_eio() {
     assert_le $((after - before)) 4096 "sectors read by the second run (the bad chunk, up to 4 attempts)"
 }
 
+case_vanish() {
+    local dev pid rc=0 out
+    dev=$("$RIG" up "$NAME" --profile seed --size 1G)
+    "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" \
+        "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    sleep 1.5
+    "$RIG" vanish "$NAME" >/dev/null 2>&1
+    wait "$pid" || rc=$?
+    out=$(cat "$WORK/out")
+    echo "$out"
+    # A detached device is a failure with progress saved, not "finished with unreadable ranges".
+    assert_eq "$rc" 1 "exit status when the device vanishes"
+    assert_contains "$out" "reads in a row failed" "message"
+    assert_contains "$out" "the device looks detached or broken; stopping with progress saved" "message"
+    [ -f "$STATE/$NAME.state" ] || fail "no state saved"
+}
+
 "case_${CASE//-/_}"
 echo "PASS: $CASE"
