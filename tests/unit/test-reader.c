@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The libaio reader against a real file opened O_DIRECT, on a real sd-event loop. io_submit is
- * wrapped (-Wl,--wrap=io_submit) so tests can make the kernel accept only part of a batch or
- * refuse it with -EAGAIN, the cases a real device produces only under pressure.
+ * The libaio reader against a real file opened O_DIRECT, on a real sd-event loop. io_submit and
+ * io_getevents are wrapped (-Wl,--wrap) so tests can make the kernel accept only part of a
+ * batch, refuse it with -EAGAIN, or report reads short or interrupted: the cases a real device
+ * produces only under pressure.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +26,37 @@
 
 int __real_io_submit(io_context_t ctx, long nr, struct iocb *ios[]);
 int __wrap_io_submit(io_context_t ctx, long nr, struct iocb *ios[]);
+int __real_io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+                        struct timespec *timeout);
+int __wrap_io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+                        struct timespec *timeout);
 
 static int submit_limit;  /* > 0: accept at most this many per call */
 static int eagain_budget; /* calls left that fail with -EAGAIN */
 static int submit_calls;
+static int short_budget;         /* completions left to report as half-done */
+static int interrupt_budget;     /* completions left to report as -EINTR */
+static uint64_t bytes_completed; /* as reported to the reader, after the changes above */
+
+/* Reports some full reads as short (half the bytes) or interrupted, as a device may. */
+int __wrap_io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *events,
+                        struct timespec *timeout) {
+        int n = __real_io_getevents(ctx, min_nr, nr, events, timeout);
+
+        for (int i = 0; i < n; i++) {
+                if (interrupt_budget > 0) {
+                        interrupt_budget--;
+                        events[i].res = (unsigned long)-EINTR;
+                } else if (short_budget > 0 && events[i].res == events[i].obj->u.c.nbytes &&
+                           events[i].res >= 8192) {
+                        short_budget--;
+                        events[i].res /= 2;
+                }
+                if ((long)events[i].res > 0)
+                        bytes_completed += events[i].res;
+        }
+        return n;
+}
 
 int __wrap_io_submit(io_context_t ctx, long nr, struct iocb *ios[]) {
         submit_calls++;
@@ -75,6 +103,9 @@ static int setup(void **state) {
         submit_limit = 0;
         eagain_budget = 0;
         submit_calls = 0;
+        short_budget = 0;
+        interrupt_budget = 0;
+        bytes_completed = 0;
         *state = f;
         return 0;
 }
@@ -153,6 +184,29 @@ static void test_reader_eagain_is_retried(void **state) {
         assert_true(submit_calls > 3);
 }
 
+static void test_reader_short_reads_are_completed(void **state) {
+        Fixture *f = *state;
+
+        short_budget = 40; /* many reads come back half done, some twice in a row */
+        run_all(f);
+        assert_int_equal(short_budget, 0);
+        /* Only if every remainder was read again do the reported bytes add up to the file. */
+        assert_int_equal(bytes_completed, (uint64_t)N_CHUNKS * CHUNK);
+        assert_int_equal(f->n_errors, 0);
+        assert_each_read_once(f, N_CHUNKS);
+}
+
+static void test_reader_eintr_is_resubmitted(void **state) {
+        Fixture *f = *state;
+
+        interrupt_budget = 10;
+        run_all(f);
+        assert_int_equal(interrupt_budget, 0);
+        assert_int_equal(bytes_completed, (uint64_t)N_CHUNKS * CHUNK);
+        assert_int_equal(f->n_errors, 0);
+        assert_each_read_once(f, N_CHUNKS);
+}
+
 static void test_reader_rejects_misaligned_and_full(void **state) {
         Fixture *f = *state;
 
@@ -186,6 +240,9 @@ int main(void) {
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_reader_partial_submit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reader_eagain_is_retried, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reader_short_reads_are_completed, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_reader_eintr_is_resubmitted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reader_rejects_misaligned_and_full, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_reader_past_end_is_an_error, setup, teardown),
