@@ -10,8 +10,9 @@ function(ebs_hydrate_warnings target)
     endif()
 endfunction()
 
-set(CMAKE_C_FLAGS_ASAN "-O1 -g -fsanitize=address -fno-omit-frame-pointer" CACHE STRING "" FORCE)
-set(CMAKE_EXE_LINKER_FLAGS_ASAN "-fsanitize=address" CACHE STRING "" FORCE)
+set(CMAKE_C_FLAGS_ASAN "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+    CACHE STRING "" FORCE)
+set(CMAKE_EXE_LINKER_FLAGS_ASAN "-fsanitize=address,undefined" CACHE STRING "" FORCE)
 set(CMAKE_C_FLAGS_UBSAN "-O1 -g -fsanitize=undefined -fno-sanitize-recover=all" CACHE STRING "" FORCE)
 set(CMAKE_EXE_LINKER_FLAGS_UBSAN "-fsanitize=undefined" CACHE STRING "" FORCE)
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
