@@ -14,7 +14,8 @@
 
 #define STATE_MAGIC "EBSHSTAT"
 #define STATE_VERSION 1u
-#define STATE_KEY_MAX 255
+#define STATE_KEY_MAX \
+        200 /* leaves room for ".<key>.state.tmp" and set-aside suffixes in NAME_MAX */
 #define STATE_SUFFIX ".state"
 #define STATE_FILE_MAX (UINT64_C(64) << 20)
 #define STATE_BAD_RANGES_MAX 65536u
@@ -38,6 +39,10 @@ typedef struct HydrateState {
         size_t n_bad;
 } HydrateState;
 
+/* state_key_valid() - 1-STATE_KEY_MAX printable ASCII characters, no space or '/', no leading '.'.
+ */
+bool state_key_valid(const char *key, size_t len);
+
 /* state_new() - fresh state for a device with no checkpoint yet. */
 int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logical_block_size,
               uint32_t chunk_size);
@@ -48,7 +53,7 @@ void state_freep(HydrateState **s);
 int state_add_bad(HydrateState *s, uint64_t offset, uint64_t length);
 /* state_clear_bad() - forget unreadable ranges covered by [offset, offset + length) (read fine
  * now). */
-void state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length);
+int state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length);
 
 int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size);
 /*

@@ -65,8 +65,11 @@ static void help(void) {
                "\n"
                "Options:\n"
                "  -q, --queue-depth=N      reads in flight (1-%u; default %u)\n"
-               "  -b, --block-size=SIZE    bytes per read, e.g. 512K, 1M (default 1M)\n"
-               "  -r, --rate-limit=RATE    bytes per second, e.g. 200M; 0 = unlimited (default)\n"
+               "  -b, --block-size=SIZE    bytes per read, e.g. 512K, 1M (default 1M); reads\n"
+               "                           cover whole 512K chunks (larger on volumes over\n"
+               "                           8 TiB), so SIZE is rounded down to whole chunks\n"
+               "  -r, --rate-limit=RATE    bytes per second, e.g. 200M; 0, off or none =\n"
+               "                           unlimited (default)\n"
                "      --state-dir=DIR      where checkpoints live (default $STATE_DIRECTORY,\n"
                "                           else %s)\n"
                "      --config-dir=DIR     read DIR/hydrate.conf and DIR/hydrate.conf.d/*.conf\n"
@@ -110,7 +113,11 @@ static int parse_option_value(int opt, const char *value, Args *a) {
                 a->set_block_size = true;
                 return 0;
         case 'r':
-                r = parse_size(value, &v);
+                if (streq_ptr(value, "off") || streq_ptr(value, "none")) {
+                        v = 0;
+                        r = 0;
+                } else
+                        r = parse_size(value, &v);
                 if (r < 0)
                         return log_error_errno(r,
                                                "Invalid --rate-limit '%s': expected bytes per "
@@ -157,13 +164,12 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         a->config_dir = optarg;
                         break;
                 case ARG_STATE_KEY:
-                        if (!*optarg || strlen(optarg) > STATE_KEY_MAX || strchr(optarg, '/') ||
-                            optarg[0] == '.')
-                                return log_error_errno(
-                                        -EINVAL,
-                                        "Invalid --state-key '%s': use up to "
-                                        "%d characters, no '/', not starting with '.'",
-                                        optarg, STATE_KEY_MAX);
+                        if (!state_key_valid(optarg, strlen(optarg)))
+                                return log_error_errno(-EINVAL,
+                                                       "Invalid --state-key '%s': use 1-%d "
+                                                       "printable ASCII characters without spaces "
+                                                       "or '/', not starting with '.'",
+                                                       optarg, STATE_KEY_MAX);
                         a->state_key = optarg;
                         break;
                 case ARG_PROGRESS:
@@ -224,12 +230,17 @@ static int state_key_for(const Args *a, const DeviceIdentity *id, char *key, siz
                 return 0;
         }
         r = identity_state_key(id, key, size);
-        if (r < 0)
+        if (r == -ENOKEY)
                 return log_error_errno(
                         r,
                         "%s is not an EBS volume and udev knows no serial or WWN for "
                         "it; name its checkpoint with --state-key=KEY",
                         id->kernel_name);
+        if (r < 0)
+                return log_error_errno(r,
+                                       "The serial of %s is too long to name a checkpoint; name it "
+                                       "with --state-key=KEY",
+                                       id->kernel_name);
         return 0;
 }
 

@@ -319,8 +319,10 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
                 h->failures_in_a_row = 0;
                 chunkmap_mark_done(m, req->offset / m->chunk_size,
                                    DIV_ROUND_UP(req->length, m->chunk_size));
-                if (h->state->n_bad > 0)
-                        state_clear_bad(h->state, req->offset, req->length);
+                if (h->state->n_bad > 0 && state_clear_bad(h->state, req->offset, req->length) < 0)
+                        return finish(
+                                h, HYDRATOR_FAILED,
+                                log_error_errno(-ENOMEM, "Failed to update unreadable ranges: %m"));
                 h->run_bytes += req->length;
                 h->state->bytes_read += req->length;
                 maybe_checkpoint(h);

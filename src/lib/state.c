@@ -29,7 +29,7 @@ int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logic
         _cleanup_(state_freep) HydrateState *s = NULL;
         int r;
 
-        if (!key || !*key || strlen(key) > STATE_KEY_MAX || strchr(key, '/'))
+        if (!key || !state_key_valid(key, strlen(key)))
                 return -EINVAL;
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -92,16 +92,36 @@ int state_add_bad(HydrateState *s, uint64_t offset, uint64_t length) {
         return 0;
 }
 
-void state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length) {
-        size_t k = 0;
+int state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length) {
+        uint64_t end = offset + length;
 
-        /* Whole ranges inside the cleared span go; a range is recorded per failed request, so
-         * partial overlap does not happen in practice and is kept rather than guessed at. */
-        for (size_t i = 0; i < s->n_bad; i++)
-                if (s->bad[i].offset < offset ||
-                    s->bad[i].offset + s->bad[i].length > offset + length)
-                        s->bad[k++] = s->bad[i];
-        s->n_bad = k;
+        for (size_t i = 0; i < s->n_bad; i++) {
+                ByteRange *b = &s->bad[i];
+                uint64_t b_end = b->offset + b->length;
+
+                if (b_end <= offset || b->offset >= end)
+                        continue;
+                if (b->offset < offset && b_end > end) {
+                        /* The cleared span is inside this range: split it. Ranges are disjoint,
+                         * so no other range can overlap. */
+                        int r = bad_insert(s, i + 1, (ByteRange){end, b_end - end});
+
+                        if (r < 0)
+                                return r;
+                        s->bad[i].length = offset - s->bad[i].offset;
+                        return 0;
+                }
+                if (b->offset < offset)
+                        b->length = offset - b->offset; /* keep the head */
+                else if (b_end > end)
+                        *b = (ByteRange){end, b_end - end}; /* keep the tail */
+                else {
+                        memmove(b, b + 1, (s->n_bad - i - 1) * sizeof(*b)); /* all of it goes */
+                        s->n_bad--;
+                        i--;
+                }
+        }
+        return 0;
 }
 
 static uint8_t *put_u32(uint8_t *p, uint32_t v) {
@@ -173,11 +193,11 @@ int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size) {
         return 0;
 }
 
-static bool key_valid(const uint8_t *key, size_t len) {
-        if (len == 0 || len > STATE_KEY_MAX)
+bool state_key_valid(const char *key, size_t len) {
+        if (len == 0 || len > STATE_KEY_MAX || key[0] == '.')
                 return false;
         for (size_t i = 0; i < len; i++)
-                if (key[i] <= ' ' || key[i] >= 0x7f || key[i] == '/')
+                if ((unsigned char)key[i] <= ' ' || (unsigned char)key[i] >= 0x7f || key[i] == '/')
                         return false;
         return true;
 }
@@ -245,7 +265,7 @@ int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
                 return -EBADMSG;
 
         key = p;
-        if (!key_valid(key, key_len))
+        if (!state_key_valid((const char *)key, key_len))
                 return -EBADMSG;
         memcpy(s->key, key, key_len);
         p += key_len;

@@ -207,9 +207,47 @@ static void test_state_bad_ranges_merge(void **state) {
         assert_int_equal(state_add_bad(s, 4096, 4096), 0); /* adjacent to [0, 4096) */
         assert_int_equal(s->n_bad, 2);
         assert_int_equal(s->bad[0].length, 8192);
-        state_clear_bad(s, 0, 512 * K);
+        assert_int_equal(state_clear_bad(s, 0, 512 * K), 0);
         assert_int_equal(s->n_bad, 1);
         assert_int_equal(s->bad[0].offset, 5 * 512 * K);
+}
+
+static void test_state_bad_ranges_clear_partly(void **state) {
+        Fixture *f = *state;
+        HydrateState *s = f->s; /* has [5, 6) in units of 512 KiB */
+        const uint64_t C = 512 * K;
+
+        /* Four adjacent bad chunks merge into one range; each later reads fine on its own. */
+        assert_int_equal(state_add_bad(s, 6 * C, 3 * C), 0);
+        assert_int_equal(s->n_bad, 1);
+        assert_int_equal(state_clear_bad(s, 6 * C, C), 0); /* the middle: split */
+        assert_int_equal(s->n_bad, 2);
+        assert_int_equal(s->bad[0].offset, 5 * C);
+        assert_int_equal(s->bad[0].length, C);
+        assert_int_equal(s->bad[1].offset, 7 * C);
+        assert_int_equal(s->bad[1].length, 2 * C);
+        assert_int_equal(state_clear_bad(s, 5 * C, C), 0); /* all of the first */
+        assert_int_equal(state_clear_bad(s, 8 * C, C), 0); /* the tail of the second */
+        assert_int_equal(s->n_bad, 1);
+        assert_int_equal(s->bad[0].offset, 7 * C);
+        assert_int_equal(s->bad[0].length, C);
+        assert_int_equal(state_clear_bad(s, 6 * C, 2 * C), 0); /* overlapping its head */
+        assert_int_equal(s->n_bad, 0);
+}
+
+static void test_state_key_rules(void **state) {
+        char long_key[STATE_KEY_MAX + 2];
+
+        assert_true(state_key_valid("vol-0123456789abcdef0", 21));
+        assert_true(state_key_valid("QEMU_NVMe_Ctrl_deadbeef", 23));
+        assert_false(state_key_valid("", 0));
+        assert_false(state_key_valid("has space", 9));
+        assert_false(state_key_valid("a/b", 3));
+        assert_false(state_key_valid(".hidden", 7));
+        assert_false(state_key_valid("caf\xc3\xa9", 5));
+        memset(long_key, 'k', sizeof(long_key));
+        assert_true(state_key_valid(long_key, STATE_KEY_MAX));
+        assert_false(state_key_valid(long_key, STATE_KEY_MAX + 1));
 }
 
 static void test_state_save_load(void **state) {
@@ -268,6 +306,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_state_inconsistent_fields, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_identity_mismatch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_bad_ranges_merge, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_bad_ranges_clear_partly, setup,
+                                                teardown),
+                cmocka_unit_test(test_state_key_rules),
                 cmocka_unit_test_setup_teardown(test_state_save_load, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_load_refuses_symlink, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_set_aside, setup, teardown),
