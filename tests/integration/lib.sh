@@ -60,3 +60,26 @@ assert_contains() {
 assert_le() {
     [ "$1" -le "$2" ] || fail "$3: $1 > $2"
 }
+
+# kill_at_percent PERCENT DEV BASE CMD...: start CMD in the background, SIGKILL it as soon as
+# the kernel has counted PERCENT of DEV read since BASE (a sectors_read value), and check that
+# it died by the signal before reading everything. CMD runs directly, not through a shell
+# function, so that the PID killed is the daemon's and not a subshell's.
+kill_at_percent() {
+    local percent=$1 dev=$2 base=$3 total pid read_now rc=0
+    shift 3
+    total=$(device_sectors "$dev")
+    "$@" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 1 3000); do
+        read_now=$(($(sectors_read "$dev") - base))
+        [ "$read_now" -ge $((total * percent / 100)) ] && break
+        sleep 0.01
+    done
+    kill -9 "$pid"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 137 "killed run's exit status"
+    read_now=$(($(sectors_read "$dev") - base))
+    [ "$read_now" -lt "$total" ] || fail "the killed run had already read everything"
+    echo "killed with $((read_now * 100 / total))% read"
+}

@@ -35,27 +35,13 @@ case_full_read() {
 }
 
 case_resume_after_kill() {
-    local dev total pid read_now rc out after base
+    local dev total out after base
     dev=$(make_loop 256M)
     total=$(device_sectors "$dev")
     base=$(sectors_read "$dev") # counters survive re-attaching a loop number: use deltas
     # Rate-limited so that "about 40%" can be caught; the kernel's counter tells where we are.
-    # Started directly, not through a function: $! must be the daemon, not a subshell.
-    "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t2 \
-        --rate-limit=48M "$dev" >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 1 400); do
-        read_now=$(($(sectors_read "$dev") - base))
-        [ "$read_now" -ge $((total * 40 / 100)) ] && break
-        sleep 0.02
-    done
-    kill -9 "$pid"
-    rc=0
-    wait "$pid" || rc=$?
-    assert_eq "$rc" 137 "killed run's exit status"
-    read_now=$(($(sectors_read "$dev") - base))
-    [ "$read_now" -lt "$total" ] || fail "the killed run had already read everything"
-    echo "killed at $((read_now * 100 / total))% read"
+    kill_at_percent 40 "$dev" "$base" "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" \
+        --progress=never --state-key=t2 --rate-limit=48M "$dev"
 
     out=$(hydrate --state-key=t2 "$dev") || fail "resumed run exited $?"
     after=$(($(sectors_read "$dev") - base))

@@ -39,29 +39,15 @@ case_cold_complete() {
 }
 
 case_cold_resume_after_kill() {
-    local dev total pid read_now rc out after size base
+    local dev total out after size base
     # 1 GiB: reads in flight at the moment of the kill (queue depth x read size) are read again,
     # and must stay small next to the volume.
     dev=$("$RIG" up "$NAME" --profile seed --size 1G)
     size=$(blockdev --getsize64 "$dev")
     total=$(device_sectors "$dev")
     base=$(sectors_read "$dev") # counters survive re-attaching a loop number: use deltas
-    # Started directly, not through a function: $! must be the daemon, not a subshell.
-    "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" \
-        "$dev" >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 1 2000); do
-        read_now=$(($(sectors_read "$dev") - base))
-        [ "$read_now" -ge $((total * 40 / 100)) ] && break
-        sleep 0.01
-    done
-    kill -9 "$pid"
-    rc=0
-    wait "$pid" || rc=$?
-    assert_eq "$rc" 137 "killed run's exit status"
-    read_now=$(($(sectors_read "$dev") - base))
-    echo "killed with $((read_now * 100 / total))% read"
-    [ "$read_now" -lt "$total" ] || fail "the killed run had already read everything"
+    kill_at_percent 40 "$dev" "$base" "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" \
+        --progress=never --state-key="$NAME" "$dev"
 
     out=$(hydrate "$dev") || fail "resumed run exited $?"
     after=$(($(sectors_read "$dev") - base))
