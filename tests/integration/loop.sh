@@ -52,6 +52,45 @@ case_resume_after_kill() {
     assert_contains "$out" "already hydrated" "third run"
 }
 
+case_sigterm_saves() {
+    local dev total base pid rc=0 read_now after out
+    dev=$(make_loop 256M)
+    total=$(device_sectors "$dev")
+    base=$(sectors_read "$dev")
+    "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t7 \
+        --rate-limit=64M "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    sleep 1.5
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    # Progress saved, then the process dies by the signal (128 + 15), as shells expect.
+    assert_eq "$rc" 143 "exit status after SIGTERM"
+    out=$(cat "$WORK/out")
+    assert_contains "$out" "saving progress and stopping" "message"
+    assert_contains "$out" "t7: stopped after reading" "summary"
+    read_now=$(($(sectors_read "$dev") - base))
+    hydrate --state-key=t7 "$dev" >/dev/null || fail "resumed run exited $?"
+    after=$(($(sectors_read "$dev") - base))
+    echo "stopped at $((read_now * 100 / total))%, read $((after * 100 / total))% over both runs"
+    # Everything completed before SIGTERM was saved: the resumed run reads only the rest.
+    assert_le "$after" $((total * 102 / 100)) "sectors read over both runs"
+}
+
+case_cli_overrides_config() {
+    local dev out err
+    dev=$(make_loop 64M)
+    # The file asks for 1 MiB/s (a minute for this device); the option lifts the limit.
+    printf '[Hydrate]\nRateLimit=1M\nBlockSize=512K\n' >"$CONF/hydrate.conf"
+    out=$(timeout 20 "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=always \
+        --state-key=t8 --rate-limit=0 --queue-depth=4 "$dev" 2>"$WORK/err") ||
+        fail "run exited $? (RateLimit= from the file not overridden?)"
+    err=$(cat "$WORK/err")
+    assert_contains "$out" "t8: hydrated, read 64.0 MiB of 64.0 MiB" "summary"
+    assert_contains "$err" "queue depth 4, 512 KiB reads" "settings from file and options"
+    # --progress=always draws the bar even without a terminal.
+    assert_contains "$err" "100.0%  0.1/0.1 GiB" "progress bar"
+}
+
 case_one_instance_per_volume() {
     local dev pid out rc=0
     dev=$(make_loop 256M)
