@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <time.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "build-config.h"
@@ -26,6 +27,7 @@
 #include "log.h"
 #include "parse.h"
 #include "progress.h"
+#include "status.h"
 
 enum {
         EXIT_COMPLETE = 0,
@@ -50,6 +52,7 @@ typedef struct Run {
         sd_event *event;
         Hydrator *hydrator;
         sd_event_source *bar_timer;
+        sd_event_source *status_timer;
         bool bar;
         bool bar_drawn;
         int signal; /* the signal that stopped us, or 0 */
@@ -317,11 +320,29 @@ static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+#define STATUS_INTERVAL_USEC (2 * UINT64_C(1000000))
+
+/* STATUS= for systemctl status; a no-op outside systemd (no $NOTIFY_SOCKET). */
+static void notify_status(Run *run) {
+        HydratorStatus st;
+        char line[512];
+
+        hydrator_get_status(run->hydrator, &st);
+        (void)sd_notifyf(false, "STATUS=%s", status_format(line, sizeof(line), &st));
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        notify_status(userdata);
+        (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
+        return 0;
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Run *run = userdata;
 
         run->signal = (int)si->ssi_signo;
         log_info("Received %s, saving progress and stopping", strsignal((int)si->ssi_signo));
+        (void)sd_notify(false, "STOPPING=1");
         hydrator_stop(run->hydrator);
         return 0;
 }
@@ -329,6 +350,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void on_finished(Hydrator *h, void *userdata) {
         Run *run = userdata;
 
+        (void)sd_notify(false, "STOPPING=1");
+        notify_status(run);
         (void)sd_event_exit(run->event, 0);
 }
 
@@ -392,6 +415,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *
                 return EXIT_FAILED;
         if (hydrator_already_complete(run->hydrator)) {
                 printf("%s: already hydrated, nothing to read\n", key);
+                (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);
                 return EXIT_COMPLETE;
         }
         log_info("Hydrating %s (%s), queue depth %u, %" PRIu64 " KiB reads%s", dev->path, key,
@@ -409,9 +433,21 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *
                         return log_error_errno(r, "Failed to set up the progress bar: %m"),
                                EXIT_FAILED;
         }
+        /* The watchdog is fed from the event loop itself: a stuck loop stops feeding it. */
+        r = sd_event_set_watchdog(run->event, true);
+        if (r >= 0)
+                r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
+                                               STATUS_INTERVAL_USEC, 0, on_status_timer, run);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up status reporting: %m"), EXIT_FAILED;
         r = hydrator_start(run->hydrator, on_finished, run);
         if (r < 0)
                 return EXIT_FAILED;
+        /* State loaded and reads under way: ready. */
+        (void)sd_notify(false, "READY=1");
+        notify_status(run);
         r = sd_event_loop(run->event);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m"), EXIT_FAILED;
@@ -445,6 +481,8 @@ static int run_main(const Args *a) {
         if (!settings.enabled) {
                 printf("%s: hydration disabled by configuration (Enabled=no), nothing to do\n",
                        key);
+                (void)sd_notifyf(false, "READY=1\nSTATUS=%s: hydration disabled by configuration",
+                                 key);
                 goto out;
         }
         code = EXIT_FAILED;
@@ -464,6 +502,7 @@ static int run_main(const Args *a) {
 out:
         hydrator_free(run.hydrator); /* waits for reads in flight; the state is already saved */
         sd_event_source_disable_unref(run.bar_timer);
+        sd_event_source_disable_unref(run.status_timer);
         sd_event_unref(run.event);
         block_device_close(&dev);
         if (run.signal > 0) {

@@ -94,10 +94,15 @@ char *progress_format_status(char *buf, size_t size, const char *key, uint64_t d
         char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], r[32], e[64];
         unsigned pm = progress_permille(done_bytes, total_bytes);
 
-        snprintf(buf, size, "%s: %u.%u%% hydrated (%s of %s), %s, %s", key, pm / 10, pm % 10,
-                 format_bytes(a, sizeof(a), done_bytes), format_bytes(b, sizeof(b), total_bytes),
-                 format_rate(r, sizeof(r), rate),
-                 format_eta(e, sizeof(e), done_bytes, total_bytes, rate));
+        format_bytes(a, sizeof(a), done_bytes);
+        format_bytes(b, sizeof(b), total_bytes);
+        if (rate == 0) /* no rate yet: say so once, not as "0 KiB/s" */
+                snprintf(buf, size, "%s: %u.%u%% hydrated (%s of %s), measuring rate", key, pm / 10,
+                         pm % 10, a, b);
+        else
+                snprintf(buf, size, "%s: %u.%u%% hydrated (%s of %s), %s, %s", key, pm / 10,
+                         pm % 10, a, b, format_rate(r, sizeof(r), rate),
+                         format_eta(e, sizeof(e), done_bytes, total_bytes, rate));
         return buf;
 }
 

@@ -91,6 +91,37 @@ case_cli_overrides_config() {
     assert_contains "$err" "100.0%  0.1/0.1 GiB" "progress bar"
 }
 
+case_notify() {
+    local dev sock log listener n_watchdog
+    dev=$(make_loop 256M)
+    sock="$WORK/notify.sock"
+    log="$WORK/notify.log"
+    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 60 &
+    listener=$!
+    for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+    # As systemd would start it: notify socket, and a 0.4 s watchdog (pinged every 0.2 s).
+    NOTIFY_SOCKET="$sock" WATCHDOG_USEC=400000 hydrate --state-key=t9 --rate-limit=64M "$dev" \
+        >/dev/null || fail "run exited $?"
+    sleep 0.3
+    kill "$listener"
+    wait "$listener" || true
+    grep -vx 'WATCHDOG=1' "$log" | sed 's/^/notify: /'
+    grep -qx 'READY=1' "$log" || fail "no READY=1"
+    grep -Eq '^STATUS=t9: [0-9]+\.[0-9]% hydrated \([0-9.]+ MiB of 256\.0 MiB\), [0-9.]+ [KM]iB/s, ' "$log" ||
+        fail "no progress STATUS= in the DESIGN.md format"
+    grep -q '^STATUS=t9: .* MiB/s, about .* left$' "$log" || fail "no ETA in STATUS="
+    grep -qx 'STOPPING=1' "$log" || fail "no STOPPING=1"
+    assert_eq "$(tail -n 1 "$log")" "STATUS=t9: hydrated (256.0 MiB)" "final STATUS="
+    n_watchdog=$(grep -cx 'WATCHDOG=1' "$log" || true)
+    echo "WATCHDOG=1 sent $n_watchdog times"
+    [ "$n_watchdog" -ge 8 ] || fail "too few WATCHDOG=1 pings ($n_watchdog) for a 4 s run"
+    # READY comes before the first progress line, STOPPING after the last one.
+    [ "$(grep -nx 'READY=1' "$log" | cut -d: -f1)" -lt "$(grep -n '% hydrated (' "$log" | head -1 | cut -d: -f1)" ] ||
+        fail "READY=1 after progress"
+    [ "$(grep -nx 'STOPPING=1' "$log" | cut -d: -f1)" -gt "$(grep -n '% hydrated (' "$log" | tail -1 | cut -d: -f1)" ] ||
+        fail "STOPPING=1 before the last progress line"
+}
+
 case_one_instance_per_volume() {
     local dev pid out rc=0
     dev=$(make_loop 256M)

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* STATUS= lines: DESIGN.md's progress format, and a distinct final word for each way to end. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "status.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+static HydratorStatus sample(HydratorPhase phase) {
+        return (HydratorStatus){
+                .phase = phase,
+                .key = "vol-0123456789abcdef0",
+                .size = 10 * GiB,
+                .done_bytes = 4 * GiB + 210 * MiB,
+                .rate = 187 * MiB,
+        };
+}
+
+static void test_status_hydrating(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        char buf[256];
+
+        /* 5934 MiB left at 187 MiB/s: 31.7 s, rounded up. */
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
+                                 "187 MiB/s, about 32s left");
+}
+
+static void test_status_complete(void **state) {
+        HydratorStatus st = sample(HYDRATOR_COMPLETE);
+        char buf[256];
+
+        st.done_bytes = st.size;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: hydrated (10.0 GiB)");
+}
+
+static void test_status_unreadable(void **state) {
+        HydratorStatus st = sample(HYDRATOR_UNREADABLE);
+        ByteRange bad[2] = {{1048576, 524288}, {8 * MiB, 524288}};
+        char buf[256];
+
+        st.bad = bad;
+        st.n_bad = 2;
+        st.done_bytes = st.size - MiB;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: finished, 99.9% hydrated (of 10.0 GiB); "
+                                 "2 unreadable ranges, the first at byte 1048576");
+}
+
+static void test_status_failed_and_stopped(void **state) {
+        HydratorStatus st = sample(HYDRATOR_FAILED);
+        char buf[256];
+
+        st.error = -ENXIO;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: failed at 42.0% hydrated (of 10.0 GiB): "
+                                 "No such device or address; progress saved");
+        st.phase = HYDRATOR_STOPPED;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "
+                                 "progress saved");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_status_hydrating),
+                cmocka_unit_test(test_status_complete),
+                cmocka_unit_test(test_status_unreadable),
+                cmocka_unit_test(test_status_failed_and_stopped),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
