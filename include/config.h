@@ -38,6 +38,21 @@ typedef struct MatchTarget {
 void hydrate_settings_init(HydrateSettings *s);
 
 /*
+ * The value syntax of the [Hydrate] keys, shared by the files and the command-line options so
+ * that the two cannot drift apart. Each returns 0, or -EINVAL with *ret untouched.
+ * hydrate_parse_queue_depth(): 1..HYDRATE_QUEUE_DEPTH_MAX.
+ * hydrate_parse_block_size(): a size that is a multiple of 4K within [MIN, MAX].
+ * hydrate_parse_rate_limit(): a size in bytes per second; "off" or "none" (any case) is 0.
+ */
+int hydrate_parse_queue_depth(const char *s, unsigned *ret);
+int hydrate_parse_block_size(const char *s, uint64_t *ret);
+int hydrate_parse_rate_limit(const char *s, uint64_t *ret);
+
+#define HYDRATE_QUEUE_DEPTH_SYNTAX "an integer from 1 to 1024"
+#define HYDRATE_BLOCK_SIZE_SYNTAX "a multiple of 4096 from 4K to 64M"
+#define HYDRATE_RATE_LIMIT_SYNTAX "bytes per second such as 200M, or 0, off or none"
+
+/*
  * config_load() - merge the configuration that applies to @target.
  * @dirs: NULL-terminated search path, lowest priority first (e.g. /usr/lib/ebs-hydrate, then
  *        /etc/ebs-hydrate). Missing directories and files are fine.

@@ -92,41 +92,23 @@ static void help(void) {
 }
 
 static int parse_option_value(int opt, const char *value, Args *a) {
-        uint64_t v;
-        int r;
-
         switch (opt) {
         case 'q':
-                r = parse_unsigned(value, 1, HYDRATE_QUEUE_DEPTH_MAX, &v);
-                if (r < 0)
-                        return log_error_errno(r, "Invalid --queue-depth '%s': expected 1-%u",
-                                               value, HYDRATE_QUEUE_DEPTH_MAX);
-                a->cli.queue_depth = (unsigned)v;
+                if (hydrate_parse_queue_depth(value, &a->cli.queue_depth) < 0)
+                        return log_error_errno(-EINVAL, "Invalid --queue-depth '%s': expected %s",
+                                               value, HYDRATE_QUEUE_DEPTH_SYNTAX);
                 a->set_queue_depth = true;
                 return 0;
         case 'b':
-                r = parse_size(value, &v);
-                if (r < 0 || v < HYDRATE_BLOCK_SIZE_MIN || v > HYDRATE_BLOCK_SIZE_MAX ||
-                    v % 4096 != 0)
-                        return log_error_errno(-EINVAL,
-                                               "Invalid --block-size '%s': expected a multiple "
-                                               "of 4K between 4K and 64M",
-                                               value);
-                a->cli.block_size = v;
+                if (hydrate_parse_block_size(value, &a->cli.block_size) < 0)
+                        return log_error_errno(-EINVAL, "Invalid --block-size '%s': expected %s",
+                                               value, HYDRATE_BLOCK_SIZE_SYNTAX);
                 a->set_block_size = true;
                 return 0;
         case 'r':
-                if (streq_ptr(value, "off") || streq_ptr(value, "none")) {
-                        v = 0;
-                        r = 0;
-                } else
-                        r = parse_size(value, &v);
-                if (r < 0)
-                        return log_error_errno(r,
-                                               "Invalid --rate-limit '%s': expected bytes per "
-                                               "second such as 200M, or 0",
-                                               value);
-                a->cli.rate_limit = v;
+                if (hydrate_parse_rate_limit(value, &a->cli.rate_limit) < 0)
+                        return log_error_errno(-EINVAL, "Invalid --rate-limit '%s': expected %s",
+                                               value, HYDRATE_RATE_LIMIT_SYNTAX);
                 a->set_rate_limit = true;
                 return 0;
         }

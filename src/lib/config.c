@@ -261,39 +261,54 @@ static int parse_enabled(Parser *p, const char *key, const char *value) {
         return 0;
 }
 
-static int parse_queue_depth(Parser *p, const char *key, const char *value) {
+/* The *_SYNTAX messages in config.h spell these limits out: keep them in step. */
+_Static_assert(HYDRATE_QUEUE_DEPTH_MAX == 1024, "update HYDRATE_QUEUE_DEPTH_SYNTAX");
+_Static_assert(HYDRATE_BLOCK_SIZE_MIN == 4096 && HYDRATE_BLOCK_SIZE_MAX == (64u << 20) &&
+                       BLOCK_SIZE_ALIGN == 4096,
+               "update HYDRATE_BLOCK_SIZE_SYNTAX");
+
+int hydrate_parse_queue_depth(const char *s, unsigned *ret) {
         uint64_t v;
 
-        if (parse_unsigned(value, 1, HYDRATE_QUEUE_DEPTH_MAX, &v) < 0)
-                return parser_fail_value(p, key, value, "an integer from 1 to %u",
-                                         HYDRATE_QUEUE_DEPTH_MAX);
-        p->settings.queue_depth = (unsigned)v;
+        if (parse_unsigned(s, 1, HYDRATE_QUEUE_DEPTH_MAX, &v) < 0)
+                return -EINVAL;
+        *ret = (unsigned)v;
+        return 0;
+}
+
+int hydrate_parse_block_size(const char *s, uint64_t *ret) {
+        uint64_t v;
+
+        if (parse_size(s, &v) < 0 || v % BLOCK_SIZE_ALIGN != 0 || v < HYDRATE_BLOCK_SIZE_MIN ||
+            v > HYDRATE_BLOCK_SIZE_MAX)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int hydrate_parse_rate_limit(const char *s, uint64_t *ret) {
+        if (strcasecmp(s, "off") == 0 || strcasecmp(s, "none") == 0) {
+                *ret = 0;
+                return 0;
+        }
+        return parse_size(s, ret) < 0 ? -EINVAL : 0;
+}
+
+static int parse_queue_depth(Parser *p, const char *key, const char *value) {
+        if (hydrate_parse_queue_depth(value, &p->settings.queue_depth) < 0)
+                return parser_fail_value(p, key, value, HYDRATE_QUEUE_DEPTH_SYNTAX);
         return 0;
 }
 
 static int parse_block_size(Parser *p, const char *key, const char *value) {
-        uint64_t v;
-
-        if (parse_size(value, &v) < 0 || v % BLOCK_SIZE_ALIGN != 0 || v < HYDRATE_BLOCK_SIZE_MIN ||
-            v > HYDRATE_BLOCK_SIZE_MAX)
-                return parser_fail_value(p, key, value,
-                                         "a multiple of %" PRIu64 " from %" PRIu64 "K to %" PRIu64
-                                         "M",
-                                         BLOCK_SIZE_ALIGN, HYDRATE_BLOCK_SIZE_MIN >> 10,
-                                         HYDRATE_BLOCK_SIZE_MAX >> 20);
-        p->settings.block_size = v;
+        if (hydrate_parse_block_size(value, &p->settings.block_size) < 0)
+                return parser_fail_value(p, key, value, HYDRATE_BLOCK_SIZE_SYNTAX);
         return 0;
 }
 
 static int parse_rate_limit(Parser *p, const char *key, const char *value) {
-        uint64_t v;
-
-        if (strcasecmp(value, "off") == 0 || strcasecmp(value, "none") == 0)
-                v = 0;
-        else if (parse_size(value, &v) < 0)
-                return parser_fail_value(p, key, value,
-                                         "bytes per second such as 200M, or 0, off or none");
-        p->settings.rate_limit = v;
+        if (hydrate_parse_rate_limit(value, &p->settings.rate_limit) < 0)
+                return parser_fail_value(p, key, value, HYDRATE_RATE_LIMIT_SYNTAX);
         return 0;
 }
 

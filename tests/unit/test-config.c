@@ -782,8 +782,34 @@ static void test_config_shipped_file(void **state) {
 
 #define fixture_test(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+static void test_config_value_parsers_shared_with_cli(void **state) {
+        unsigned qd = 7;
+        uint64_t v = 7;
+
+        assert_int_equal(hydrate_parse_queue_depth("64", &qd), 0);
+        assert_int_equal(qd, 64);
+        assert_int_equal(hydrate_parse_queue_depth("0", &qd), -EINVAL);
+        assert_int_equal(hydrate_parse_queue_depth("1025", &qd), -EINVAL);
+        assert_int_equal(qd, 64); /* untouched on error */
+
+        assert_int_equal(hydrate_parse_block_size("512K", &v), 0);
+        assert_int_equal(v, 512 * 1024);
+        assert_int_equal(hydrate_parse_block_size("6000", &v), -EINVAL);
+        assert_int_equal(hydrate_parse_block_size("128M", &v), -EINVAL);
+        assert_int_equal(v, 512 * 1024);
+
+        assert_int_equal(hydrate_parse_rate_limit("OFF", &v), 0);
+        assert_int_equal(v, 0);
+        assert_int_equal(hydrate_parse_rate_limit("200M", &v), 0);
+        assert_int_equal(v, UINT64_C(200) << 20);
+        assert_int_equal(hydrate_parse_rate_limit("none", &v), 0);
+        assert_int_equal(v, 0);
+        assert_int_equal(hydrate_parse_rate_limit("fast", &v), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_config_value_parsers_shared_with_cli),
                 cmocka_unit_test(test_config_defaults),
                 fixture_test(test_config_missing_directories),
                 fixture_test(test_config_main_file),
