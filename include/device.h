@@ -20,6 +20,14 @@ typedef struct BlockDevice {
 char *device_path_from_arg(const char *arg);
 
 /*
+ * device_kernel_name() - the kernel name of the block device open as @fd, from its device
+ * number through <sysfs_root>/dev/block/MAJ:MIN (so any /dev path or link works).
+ * Returns 0; -EISDIR for a partition, with its name in @ret_name and the whole disk's in
+ * @ret_whole; -ENOTBLK if @fd is not a block device.
+ */
+int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]);
+
+/*
  * block_device_open() - open @path for hydration. @sysfs_root is "/sys" normally.
  * Errors: -ENOTBLK (not a block device), -EISDIR with *ret_whole set (a partition: the whole
  * disk's kernel name goes there), -ENODATA (size 0), or the errno of open/ioctl.

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "build-config.h"
+#include "device.h"
 #include "identity.h"
 #include "log.h"
 #include "util.h"
@@ -59,33 +60,12 @@ static int parse_argv(int argc, char *argv[], const char **ret_device) {
         return 1;
 }
 
-/* The kernel name behind DEVICE: /dev/disk/by-id links resolve to /dev/nvme1n1 → "nvme1n1". */
-static int device_kernel_name(const char *device, char **ret) {
-        _cleanup_free_ char *resolved = NULL;
-        char *name;
-
-        if (strchr(device, '/')) {
-                resolved = realpath(device, NULL);
-                if (!resolved)
-                        return -errno;
-                device = strrchr(resolved, '/') + 1;
-        }
-        name = strdup(device);
-        if (!name)
-                return -ENOMEM;
-        *ret = name;
-        return 0;
-}
-
 static int open_device(const char *device, char **ret_path) {
-        _cleanup_free_ char *path = NULL;
-        size_t size = strlen("/dev/") + strlen(device) + 1;
+        _cleanup_free_ char *path = device_path_from_arg(device);
         int fd;
 
-        path = malloc(size);
         if (!path)
                 return -ENOMEM;
-        (void)snprintf(path, size, "%s%s", strchr(device, '/') ? "" : "/dev/", device);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
@@ -107,16 +87,16 @@ static int print_ebs(const char *volume_id, const char *device_name) {
 }
 
 /* Returns 1 if the device is EBS and was printed, 0 if not, or a negative errno (logged). */
-static int identify_by_sysfs(const char *device) {
-        _cleanup_free_ char *kernel_name = NULL;
-        const char *root = getenv("EBS_HYDRATE_SYSFS_ROOT");
+static int identify_by_sysfs(int fd, const char *path) {
+        const char *root = getenv("EBS_HYDRATE_SYSFS_ROOT") ?: "/sys";
+        char kernel_name[64], whole[64];
         DeviceIdentity id;
         int r;
 
-        r = device_kernel_name(device, &kernel_name);
-        if (r < 0)
-                return log_error_errno(r, "Failed to resolve kernel name of %s: %m", device);
-        r = identity_from_sysfs(root ?: "/sys", kernel_name, &id);
+        r = device_kernel_name(root, fd, kernel_name, whole);
+        if (r < 0 && r != -EISDIR) /* a partition has a name too; udev only asks for disks */
+                return log_error_errno(r, "Failed to resolve kernel name of %s: %m", path);
+        r = identity_from_sysfs(root, kernel_name, &id);
         if (r < 0)
                 return log_error_errno(r, "Failed to read sysfs identity of %s: %m", kernel_name);
         if (!id.is_ebs)
@@ -125,7 +105,7 @@ static int identify_by_sysfs(const char *device) {
 }
 
 /* Same contract as identify_by_sysfs(); the mapping name only comes from identify data. */
-static int identify(int fd, const char *device, const char *path) {
+static int identify(int fd, const char *path) {
         uint8_t page[NVME_IDENTIFY_SIZE];
         NvmeIdentify nid;
         int r;
@@ -134,7 +114,7 @@ static int identify(int fd, const char *device, const char *path) {
         if (identify_unsupported(r)) {
                 (void)log_debug_errno(r, "NVMe identify not possible on %s (%m), using sysfs.",
                                       path);
-                return identify_by_sysfs(device);
+                return identify_by_sysfs(fd, path);
         }
         if (r < 0)
                 return log_error_errno(r, "Failed to read NVMe identify data of %s: %m", path);
@@ -162,7 +142,7 @@ static int run(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
 
-        r = identify(fd, device, path);
+        r = identify(fd, path);
         return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE; /* not EBS and failure alike: no import */
 }
 

@@ -48,12 +48,16 @@ static int copy_name(char dst[64], const char *src) {
         return 0;
 }
 
-static int kernel_name_of(const char *sysfs_root, dev_t rdev, char ret_name[64],
-                          char ret_whole[64]) {
+int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]) {
         _cleanup_free_ char *node = NULL, *partition = NULL;
+        struct stat st;
         int r;
 
-        r = sysfs_block_node(sysfs_root, rdev, &node);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISBLK(st.st_mode))
+                return -ENOTBLK;
+        r = sysfs_block_node(sysfs_root, st.st_rdev, &node);
         if (r < 0)
                 return r;
         r = copy_name(ret_name, basename(node));
@@ -72,17 +76,12 @@ int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret
                       char ret_whole[64]) {
         _cleanup_close_ int fd = -1;
         BlockDevice d = {.fd = -1};
-        struct stat st;
         int lbs, r;
 
         fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISBLK(st.st_mode))
-                return -ENOTBLK;
-        r = kernel_name_of(sysfs_root, st.st_rdev, d.kernel_name, ret_whole);
+        r = device_kernel_name(sysfs_root, fd, d.kernel_name, ret_whole);
         if (r < 0)
                 return r;
         if (ioctl(fd, BLKGETSIZE64, &d.size) < 0 || ioctl(fd, BLKSSZGET, &lbs) < 0)

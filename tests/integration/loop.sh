@@ -122,6 +122,33 @@ case_notify() {
         fail "STOPPING=1 before the last progress line"
 }
 
+case_udev_helper() {
+    local helper dev name majmin sys out rc
+    helper="$(dirname "$DAEMON")/ebs-hydrate-id"
+    dev=$(make_loop 64M)
+    name=$(basename "$dev")
+    # A loop device is no EBS volume: nothing on stdout, exit 1 (udev imports nothing).
+    rc=0
+    out=$("$helper" "$dev" 2>/dev/null) || rc=$?
+    assert_eq "$rc" 1 "exit status for a non-EBS device"
+    assert_eq "$out" "" "stdout for a non-EBS device"
+    rc=0
+    out=$("$helper" /dev/does-not-exist 2>&1) || rc=$?
+    assert_eq "$rc" 2 "exit status for a missing device"
+    assert_contains "$out" "/dev/does-not-exist" "message names the device"
+    # The same loop device, described by a fake sysfs as an EBS volume (padded as EBS pads):
+    # the helper resolves it by device number, as it does under /dev/disk/by-id links.
+    majmin=$(cat "/sys/block/$name/dev")
+    sys="$WORK/sys"
+    mkdir -p "$sys/devices/virtual/block/$name/device" "$sys/dev/block" "$sys/class/block"
+    printf '%-40s' 'Amazon Elastic Block Store' >"$sys/devices/virtual/block/$name/device/model"
+    printf '%-20s' 'vol0123456789abcdef0' >"$sys/devices/virtual/block/$name/device/serial"
+    ln -s "../../devices/virtual/block/$name" "$sys/dev/block/$majmin"
+    ln -s "../../devices/virtual/block/$name" "$sys/class/block/$name"
+    out=$(EBS_HYDRATE_SYSFS_ROOT="$sys" "$helper" "$dev") || fail "helper exited $? for an EBS device"
+    assert_eq "$out" "$(printf 'EBS_VOLUME_ID=vol-0123456789abcdef0\nEBS_DEVICE_NAME=')" "helper output"
+}
+
 case_one_instance_per_volume() {
     local dev pid out rc=0
     dev=$(make_loop 256M)
