@@ -64,8 +64,6 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata);
 /* hydrator_stop() - stop planning new reads, save the checkpoint, phase STOPPED (unless finished).
  */
 void hydrator_stop(Hydrator *h);
-void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second);
 
 bool hydrator_already_complete(const Hydrator *h);
 void hydrator_get_status(const Hydrator *h, HydratorStatus *ret);
-const HydrateState *hydrator_state(const Hydrator *h);

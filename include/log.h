@@ -11,8 +11,6 @@
 #include "util.h"
 
 void log_setup(const char *program);
-void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /* Logs at LEVEL; "%m" expands to strerror(-error). Returns error (negative errno), or -EIO if error
  * is 0. */
@@ -20,7 +18,6 @@ int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);
 
 #define log_debug(...) (void)log_internal(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) (void)log_internal(LOG_INFO, 0, __VA_ARGS__)
-#define log_notice(...) (void)log_internal(LOG_NOTICE, 0, __VA_ARGS__)
 #define log_warning(...) (void)log_internal(LOG_WARNING, 0, __VA_ARGS__)
 #define log_error(...) (void)log_internal(LOG_ERR, 0, __VA_ARGS__)
 

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))

@@ -168,10 +168,6 @@ bool hydrator_already_complete(const Hydrator *h) {
         return h->state->complete;
 }
 
-const HydrateState *hydrator_state(const Hydrator *h) {
-        return h->state;
-}
-
 static int checkpoint(Hydrator *h) {
         uint64_t now = now_usec();
         int r;
@@ -473,13 +469,6 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
 
 void hydrator_stop(Hydrator *h) {
         finish(h, HYDRATOR_STOPPED, 0);
-}
-
-void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second) {
-        h->settings.rate_limit = bytes_per_second;
-        h->tokens = 0;
-        h->tokens_usec = now_usec();
-        fill(h);
 }
 
 void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {

@@ -33,14 +33,6 @@ void log_setup(const char *program) {
         log_to_journal = stderr_is_journal();
 }
 
-void log_set_max_level(int level) {
-        log_max_level = level;
-}
-
-int log_get_max_level(void) {
-        return log_max_level;
-}
-
 int log_internal(int level, int error, const char *format, ...) {
         int saved = errno;
         char buf[1024];
