@@ -43,6 +43,8 @@ typedef struct HydratorStatus {
         uint64_t rate;      /* bytes/s, sliding window */
         uint64_t run_bytes; /* bytes read by this run */
         uint64_t run_usec;  /* duration of this run so far */
+        bool paused;        /* HYDRATING, but no new reads until resumed */
+        uint64_t rate_limit; /* bytes/s, 0 = unlimited */
         size_t n_bad;       /* unreadable ranges recorded */
         const ByteRange *bad;
         int error; /* negative errno when FAILED */
@@ -64,6 +66,16 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata);
 /* hydrator_stop() - stop planning new reads, save the checkpoint, phase STOPPED (unless finished).
  */
 void hydrator_stop(Hydrator *h);
+
+/*
+ * hydrator_pause() - plan no new reads; those in flight complete and count. The checkpoint is
+ * saved, and paused time does not count as active time. -ESTALE unless HYDRATING.
+ */
+int hydrator_pause(Hydrator *h);
+/* hydrator_resume() - undo hydrator_pause(). -ESTALE unless HYDRATING. */
+int hydrator_resume(Hydrator *h);
+/* hydrator_set_rate_limit() - bytes per second from now on, 0 = unlimited. */
+void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second);
 
 bool hydrator_already_complete(const Hydrator *h);
 void hydrator_get_status(const Hydrator *h, HydratorStatus *ret);

@@ -31,6 +31,7 @@ struct Hydrator {
         HydrateSettings settings;
         Reader *reader;
         HydratorPhase phase;
+        bool paused;
         int error;
 
         unsigned failures_in_a_row;
@@ -168,14 +169,18 @@ bool hydrator_already_complete(const Hydrator *h) {
         return h->state->complete;
 }
 
+/* Adds the time hydrated since the last call to the state; paused time does not count. */
+static void account_active_time(Hydrator *h, uint64_t now) {
+        if (h->run_start_usec > 0 && !h->paused)
+                h->state->active_usec += now - MAX(h->accounted_usec, h->run_start_usec);
+        h->accounted_usec = now;
+}
+
 static int checkpoint(Hydrator *h) {
         uint64_t now = now_usec();
         int r;
 
-        if (h->run_start_usec > 0) {
-                h->state->active_usec += now - MAX(h->accounted_usec, h->run_start_usec);
-                h->accounted_usec = now;
-        }
+        account_active_time(h, now);
         h->state->updated_usec = realtime_usec();
         h->state->complete = chunkmap_complete(h->state->map);
         r = state_save(h->state_dir_fd, h->state);
@@ -393,7 +398,7 @@ static void check_finished(Hydrator *h) {
 }
 
 static void fill(Hydrator *h) {
-        if (h->phase != HYDRATOR_HYDRATING)
+        if (h->phase != HYDRATOR_HYDRATING || h->paused)
                 return;
         if (submit_due_retries(h))
                 while (h->phase == HYDRATOR_HYDRATING &&
@@ -467,6 +472,45 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         return 0;
 }
 
+int hydrator_pause(Hydrator *h) {
+        unsigned pm;
+
+        if (h->phase != HYDRATOR_HYDRATING)
+                return -ESTALE;
+        if (h->paused)
+                return 0;
+        pm = progress_permille(chunkmap_done_bytes(h->state->map), h->state->size);
+        account_active_time(h, now_usec());
+        h->paused = true;
+        (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(h->retry_timer, SD_EVENT_OFF);
+        log_info("%s: paused at %u.%u%%", h->state->key, pm / 10, pm % 10);
+        (void)checkpoint(h); /* logged; the timer tries again */
+        return 0;
+}
+
+int hydrator_resume(Hydrator *h) {
+        if (h->phase != HYDRATOR_HYDRATING)
+                return -ESTALE;
+        if (!h->paused)
+                return 0;
+        h->accounted_usec = h->tokens_usec = now_usec();
+        h->tokens = 0;
+        h->paused = false;
+        log_info("%s: resumed", h->state->key);
+        rearm_retry_timer(h);
+        fill(h);
+        return 0;
+}
+
+void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second) {
+        h->settings.rate_limit = bytes_per_second;
+        h->tokens = 0;
+        h->tokens_usec = now_usec();
+        (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
+        fill(h);
+}
+
 void hydrator_stop(Hydrator *h) {
         finish(h, HYDRATOR_STOPPED, 0);
 }
@@ -477,9 +521,11 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .key = h->state->key,
                 .size = h->state->size,
                 .done_bytes = chunkmap_done_bytes(h->state->map),
-                .rate = h->phase == HYDRATOR_HYDRATING ? progress_rate(&h->progress) : 0,
+                .rate = h->phase == HYDRATOR_HYDRATING && !h->paused ? progress_rate(&h->progress) : 0,
                 .run_bytes = h->run_bytes,
                 .run_usec = h->run_start_usec > 0 ? now_usec() - h->run_start_usec : 0,
+                .paused = h->paused,
+                .rate_limit = h->settings.rate_limit,
                 .n_bad = h->state->n_bad,
                 .bad = h->state->bad,
                 .error = h->error,

@@ -23,6 +23,11 @@ char *status_format(char *buf, size_t size, const HydratorStatus *st) {
                          pm % 10, total);
                 break;
         case HYDRATOR_HYDRATING:
+                if (st->paused) {
+                        snprintf(buf, size, "%s: paused at %u.%u%% hydrated (of %s)", st->key,
+                                 pm / 10, pm % 10, total);
+                        break;
+                }
                 progress_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
                 break;
         case HYDRATOR_COMPLETE:

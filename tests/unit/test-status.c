@@ -33,6 +33,16 @@ static void test_status_hydrating(void **state) {
                                  "187 MiB/s, about 32s left");
 }
 
+static void test_status_paused(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        char buf[256];
+
+        st.paused = true;
+        st.rate = 0;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: paused at 42.0% hydrated (of 10.0 GiB)");
+}
+
 static void test_status_complete(void **state) {
         HydratorStatus st = sample(HYDRATOR_COMPLETE);
         char buf[256];
@@ -72,6 +82,7 @@ static void test_status_failed_and_stopped(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_hydrating),
+                cmocka_unit_test(test_status_paused),
                 cmocka_unit_test(test_status_complete),
                 cmocka_unit_test(test_status_unreadable),
                 cmocka_unit_test(test_status_failed_and_stopped),
