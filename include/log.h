@@ -24,3 +24,16 @@ int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);
 #define log_debug_errno(e, ...) log_internal(LOG_DEBUG, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_WARNING, (e), __VA_ARGS__)
 #define log_error_errno(e, ...) log_internal(LOG_ERR, (e), __VA_ARGS__)
+
+/* MESSAGE_ID= of the journal records about a volume (journalctl MESSAGE_ID=...). Fixed forever. */
+#define LOG_MESSAGE_HYDRATION_STARTED "49b38269611b48e4ab0a4b2be34a7e62"
+#define LOG_MESSAGE_HYDRATION_COMPLETE "fe14081e0c3c433196e76e742caf5014"
+#define LOG_MESSAGE_HYDRATION_UNREADABLE "144cf07ac94842d19f9bf2b63d6367b5"
+#define LOG_MESSAGE_HYDRATION_FAILED "a17ab13676d14d6bb10a1c0629ae6be8"
+
+/*
+ * log_volume() - a structured record about a volume: with MESSAGE_ID=, VOLUME_ID= and DEVICE=
+ * fields when stderr is the journal (sent with sd_journal_send), a plain line otherwise.
+ */
+void log_volume(int level, const char *message_id, const char *volume_id, const char *device,
+                const char *format, ...) _printf_(5, 6);

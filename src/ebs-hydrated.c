@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
+#include "bus.h"
 #include "config.h"
 #include "device.h"
 #include "hydrator.h"
@@ -44,6 +45,7 @@ typedef struct Args {
         const char *config_dir;
         const char *state_key;
         ProgressMode progress;
+        bool no_bus;
         bool set_queue_depth, set_block_size, set_rate_limit;
         HydrateSettings cli; /* only the fields flagged above are meaningful */
 } Args;
@@ -51,6 +53,8 @@ typedef struct Args {
 typedef struct Run {
         sd_event *event;
         Hydrator *hydrator;
+        HydrateBus *bus;
+        char devnode[80]; /* /dev/<kernel name>, for the journal */
         sd_event_source *bar_timer;
         sd_event_source *status_timer;
         bool bar;
@@ -81,6 +85,8 @@ static void help(void) {
                "                           udev serial (needed for devices without either)\n"
                "      --progress=WHEN      progress bar on stderr: auto (on a terminal), always,\n"
                "                           never\n"
+               "      --no-bus             do not publish the D-Bus status object (no system bus\n"
+               "                           needed)\n"
                "  -h, --help               show this help\n"
                "      --version            show the version\n"
                "\n"
@@ -115,7 +121,14 @@ static int parse_option_value(int opt, const char *value, Args *a) {
         return -EINVAL;
 }
 
-enum { ARG_STATE_DIR = 0x100, ARG_CONFIG_DIR, ARG_STATE_KEY, ARG_PROGRESS, ARG_VERSION };
+enum {
+        ARG_STATE_DIR = 0x100,
+        ARG_CONFIG_DIR,
+        ARG_STATE_KEY,
+        ARG_PROGRESS,
+        ARG_NO_BUS,
+        ARG_VERSION,
+};
 
 /* Returns 1 to run, 0 to exit successfully (--help), negative errno on bad usage. */
 static int parse_argv(int argc, char *argv[], Args *a) {
@@ -127,6 +140,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
                 {"state-key", required_argument, NULL, ARG_STATE_KEY},
                 {"progress", required_argument, NULL, ARG_PROGRESS},
+                {"no-bus", no_argument, NULL, ARG_NO_BUS},
                 {"help", no_argument, NULL, 'h'},
                 {"version", no_argument, NULL, ARG_VERSION},
                 {},
@@ -169,6 +183,9 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                                                        "Invalid --progress '%s': expected "
                                                        "auto, always or never",
                                                        optarg);
+                        break;
+                case ARG_NO_BUS:
+                        a->no_bus = true;
                         break;
                 case 'h':
                         help();
@@ -334,6 +351,8 @@ static void on_finished(Hydrator *h, void *userdata) {
 
         (void)sd_notify(false, "STOPPING=1");
         notify_status(run);
+        if (run->bus)
+                hydrate_bus_refresh(run->bus);
         (void)sd_event_exit(run->event, 0);
 }
 
@@ -367,6 +386,34 @@ static void print_summary(Run *run) {
         fflush(stdout);
 }
 
+/* The journal record that says how the run ended; journalctl MESSAGE_ID=... finds them all. */
+static void log_outcome(const Run *run, const HydratorStatus *st) {
+        char total[FORMAT_BYTES_MAX];
+        unsigned pm = progress_permille(st->done_bytes, st->size);
+
+        format_bytes(total, sizeof(total), st->size);
+        switch (st->phase) {
+        case HYDRATOR_COMPLETE:
+                log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, st->key, run->devnode,
+                           "%s (%s): hydration complete, all %s read", st->key, run->devnode,
+                           total);
+                break;
+        case HYDRATOR_UNREADABLE:
+                log_volume(LOG_WARNING, LOG_MESSAGE_HYDRATION_UNREADABLE, st->key, run->devnode,
+                           "%s (%s): hydration finished with %zu unreadable range%s", st->key,
+                           run->devnode, st->n_bad, st->n_bad == 1 ? "" : "s");
+                break;
+        case HYDRATOR_FAILED:
+                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, st->key, run->devnode,
+                           "%s (%s): hydration failed at %u.%u%%: %s; progress saved", st->key,
+                           run->devnode, pm / 10, pm % 10,
+                           strerror(st->error < 0 ? -st->error : EIO));
+                break;
+        default:
+                break;
+        }
+}
+
 static int exit_code_for(const HydratorStatus *st) {
         switch (st->phase) {
         case HYDRATOR_COMPLETE:
@@ -378,8 +425,16 @@ static int exit_code_for(const HydratorStatus *st) {
         }
 }
 
-static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *key, int dir_fd,
-                   const HydrateSettings *settings) {
+static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char *key) {
+        HydrateBusIdentity bid = {key, id->kernel_name, id->device_name};
+
+        if (a->no_bus)
+                return 0;
+        return hydrate_bus_new(&run->bus, run->event, run->hydrator, &bid);
+}
+
+static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,
+                   const char *key, int dir_fd, const HydrateSettings *settings) {
         _cleanup_close_ int lock_fd = -1;
         HydratorStatus st;
         int r;
@@ -400,9 +455,14 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *
                 (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);
                 return EXIT_COMPLETE;
         }
-        log_info("Hydrating %s (%s), queue depth %u, %" PRIu64 " KiB reads%s", dev->path, key,
-                 settings->queue_depth, settings->block_size / 1024,
-                 settings->rate_limit ? ", rate limited" : "");
+        hydrator_get_status(run->hydrator, &st);
+        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %u, %" PRIu64 " KiB reads%s",
+                   run->devnode, key, progress_permille(st.done_bytes, st.size) / 10,
+                   progress_permille(st.done_bytes, st.size) % 10, settings->queue_depth,
+                   settings->block_size / 1024, settings->rate_limit ? ", rate limited" : "");
+        if (publish(run, a, id, key) < 0)
+                return EXIT_FAILED;
 
         run->bar = a->progress == PROGRESS_ALWAYS ||
                    (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
@@ -427,7 +487,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *
         r = hydrator_start(run->hydrator, on_finished, run);
         if (r < 0)
                 return EXIT_FAILED;
-        /* State loaded and reads under way: ready. */
+        /* State loaded, bus name owned and reads under way: ready. */
         (void)sd_notify(false, "READY=1");
         notify_status(run);
         r = sd_event_loop(run->event);
@@ -437,6 +497,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const char *
         clear_bar(run);
         print_summary(run);
         hydrator_get_status(run->hydrator, &st);
+        log_outcome(run, &st);
         return exit_code_for(&st);
 }
 
@@ -456,6 +517,7 @@ static int run_main(const Args *a) {
                 memset(&id, 0, sizeof(id));
                 snprintf(id.kernel_name, sizeof(id.kernel_name), "%s", dev.kernel_name);
         }
+        snprintf(run.devnode, sizeof(run.devnode), "/dev/%s", dev.kernel_name);
         code = EXIT_USAGE;
         if (state_key_for(a, &id, key, sizeof(key)) < 0 || load_settings(a, &id, &settings) < 0)
                 goto out;
@@ -480,8 +542,9 @@ static int run_main(const Args *a) {
                 log_error_errno(r, "Failed to set up the event loop: %m");
                 goto out;
         }
-        code = hydrate(&run, a, &dev, key, dir_fd, &settings);
+        code = hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
 out:
+        hydrate_bus_free(run.bus); /* borrows the hydrator */
         hydrator_free(run.hydrator); /* waits for reads in flight; the state is already saved */
         sd_event_source_disable_unref(run.bar_timer);
         sd_event_source_disable_unref(run.status_timer);

@@ -4,10 +4,12 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <systemd/sd-journal.h>
 
 #include "log.h"
 
@@ -33,6 +35,30 @@ void log_setup(const char *program) {
         log_to_journal = stderr_is_journal();
 }
 
+static bool journal_wanted(void) {
+        if (log_to_journal < 0)
+                log_to_journal = stderr_is_journal();
+        return log_to_journal > 0;
+}
+
+void log_volume(int level, const char *message_id, const char *volume_id, const char *device,
+                const char *format, ...) {
+        char buf[1024];
+        va_list ap;
+
+        if (level > log_max_level)
+                return;
+        va_start(ap, format);
+        (void)vsnprintf(buf, sizeof(buf), format, ap);
+        va_end(ap);
+        if (journal_wanted() &&
+            sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%d", level, "MESSAGE_ID=%s", message_id,
+                            "VOLUME_ID=%s", volume_id, "DEVICE=%s", device,
+                            "SYSLOG_IDENTIFIER=%s", log_program, NULL) >= 0)
+                return;
+        (void)log_internal(level, 0, "%s", buf);
+}
+
 int log_internal(int level, int error, const char *format, ...) {
         int saved = errno;
         char buf[1024];
@@ -44,9 +70,7 @@ int log_internal(int level, int error, const char *format, ...) {
                 va_start(ap, format);
                 (void)vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
-                if (log_to_journal < 0)
-                        log_to_journal = stderr_is_journal();
-                if (log_to_journal)
+                if (journal_wanted())
                         (void)fprintf(stderr, "<%d>%s\n", level, buf);
                 else
                         (void)fprintf(stderr, "%s: %s\n", log_program, buf);

@@ -13,7 +13,7 @@ CONF="$WORK/conf"
 mkdir -p "$STATE" "$CONF"
 
 hydrate() {
-    "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=never "$@"
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never "$@"
 }
 
 case_full_read() {
@@ -40,7 +40,7 @@ case_resume_after_kill() {
     total=$(device_sectors "$dev")
     base=$(sectors_read "$dev") # counters survive re-attaching a loop number: use deltas
     # Rate-limited so that "about 40%" can be caught; the kernel's counter tells where we are.
-    kill_at_percent 40 "$dev" "$base" "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" \
+    kill_at_percent 40 "$dev" "$base" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" \
         --progress=never --state-key=t2 --rate-limit=48M "$dev"
 
     out=$(hydrate --state-key=t2 "$dev") || fail "resumed run exited $?"
@@ -57,7 +57,7 @@ case_sigterm_saves() {
     dev=$(make_loop 256M)
     total=$(device_sectors "$dev")
     base=$(sectors_read "$dev")
-    "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t7 \
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t7 \
         --rate-limit=64M "$dev" >"$WORK/out" 2>&1 &
     pid=$!
     sleep 1.5
@@ -81,7 +81,7 @@ case_cli_overrides_config() {
     dev=$(make_loop 64M)
     # The file asks for 1 MiB/s (a minute for this device); the option lifts the limit.
     printf '[Hydrate]\nRateLimit=1M\nBlockSize=512K\n' >"$CONF/hydrate.conf"
-    out=$(timeout 20 "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=always \
+    out=$(timeout 20 "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=always \
         --state-key=t8 --rate-limit=0 --queue-depth=4 "$dev" 2>"$WORK/err") ||
         fail "run exited $? (RateLimit= from the file not overridden?)"
     err=$(cat "$WORK/err")
@@ -152,7 +152,7 @@ case_udev_helper() {
 case_one_instance_per_volume() {
     local dev pid out rc=0
     dev=$(make_loop 256M)
-    "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t6 \
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t6 \
         --rate-limit=32M "$dev" >/dev/null 2>&1 &
     pid=$!
     sleep 0.5

@@ -18,7 +18,7 @@ command -v qemu-storage-daemon >/dev/null || { echo "SKIP: qemu-storage-daemon m
 trap '"$RIG" down "$NAME" >/dev/null 2>&1 || true; cleanup' EXIT
 
 hydrate() {
-    "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" "$@"
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" "$@"
 }
 
 # hydrated_percent: qemu's own count of clusters copied into the overlay
@@ -46,7 +46,7 @@ case_cold_resume_after_kill() {
     size=$(blockdev --getsize64 "$dev")
     total=$(device_sectors "$dev")
     base=$(sectors_read "$dev") # counters survive re-attaching a loop number: use deltas
-    kill_at_percent 40 "$dev" "$base" "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" \
+    kill_at_percent 40 "$dev" "$base" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
         --progress=never --state-key="$NAME" "$dev"
 
     out=$(hydrate "$dev") || fail "resumed run exited $?"
@@ -86,7 +86,7 @@ case_eio() {
 case_vanish() {
     local dev pid rc=0 out
     dev=$("$RIG" up "$NAME" --profile seed --size 1G)
-    "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" \
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" \
         "$dev" >"$WORK/out" 2>&1 &
     pid=$!
     sleep 1.5

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The D-Bus status object of one running hydration: bus name org.ebshydrate.Volume1.<kernel
+ * name>, object /org/ebshydrate/Volume1, read-only properties that anyone may read, and
+ * Pause/Resume/SetRateLimit for root. Properties are snapshots refreshed once a second, so
+ * PropertiesChanged is emitted at most about once a second, and at once on a state change.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "hydrator.h"
+
+#define HYDRATE_BUS_NAME_PREFIX "org.ebshydrate.Volume1."
+#define HYDRATE_BUS_PATH "/org/ebshydrate/Volume1"
+#define HYDRATE_BUS_INTERFACE "org.ebshydrate.Volume1"
+#define HYDRATE_BUS_NAME_MAX 255
+#define HYDRATE_BUS_REFRESH_USEC (1000 * UINT64_C(1000))
+
+typedef struct HydrateBus HydrateBus;
+
+typedef struct HydrateBusIdentity {
+        const char *volume_id;   /* the state key */
+        const char *kernel_name; /* nvme1n1: names the bus name and the Device property */
+        const char *device_name; /* block-device mapping (sdf) or "" */
+} HydrateBusIdentity;
+
+/*
+ * hydrate_bus_name() - the bus name for a kernel name. Characters a bus name cannot hold
+ * become '_'. Returns -ENAMETOOLONG if it does not fit @size.
+ */
+int hydrate_bus_name(const char *kernel_name, char *ret, size_t size);
+
+/*
+ * hydrate_bus_state() - the State property for a hydrator status: "hydrating", "paused",
+ * "completed" or "failed". Finishing with unreadable ranges is "failed" (ErrorCount says how
+ * many); a run stopped by a signal is "paused", since the next run resumes it.
+ */
+const char *hydrate_bus_state(const HydratorStatus *st);
+
+/*
+ * hydrate_bus_new() - connect to the system bus ($DBUS_SYSTEM_BUS_ADDRESS is honoured),
+ * publish the object for @h, own the bus name, and attach to @event. Logs its errors.
+ * @h is borrowed and must outlive the bus object.
+ */
+int hydrate_bus_new(HydrateBus **ret, sd_event *event, Hydrator *h, const HydrateBusIdentity *id);
+HydrateBus *hydrate_bus_free(HydrateBus *b);
+void hydrate_bus_freep(HydrateBus **b);
+
+/* hydrate_bus_refresh() - re-read the hydrator now and emit PropertiesChanged for what changed. */
+void hydrate_bus_refresh(HydrateBus *b);

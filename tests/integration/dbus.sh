@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The D-Bus status object on a private system-type bus: a dbus-daemon of our own, loaded with
+# the shipped policy file, a stand-in notify socket, and the daemon on a cold rig volume.
+# Usage: dbus.sh CASE PATH-TO-ebs-hydrated PATH-TO-POLICY-FILE
+#   object    every property, PropertiesChanged pacing, Pause/Resume/SetRateLimit as root,
+#             READY/STATUS/WATCHDOG/STOPPING, State "completed" before the name goes away
+#   policy    the shipped policy: nobody may Get and introspect, but not call methods or Set
+#   caller    a bus that lets everyone call: the daemon itself refuses non-root callers
+#   name      a second daemon for the same device name cannot start; no bus = a clear error
+. "$(dirname "$0")/lib.sh"
+require_root
+
+CASE=$1
+DAEMON=$2
+POLICY=$(realpath "$3")
+RIG="$(cd "$(dirname "$0")/../lab" && pwd)/ebs-rig"
+NAME="it-dbus-$CASE-$$"
+STATE="$WORK/state"
+BUS="unix:path=$WORK/bus.sock"
+mkdir -p "$STATE"
+chmod 0711 "$WORK" # nobody must reach the bus socket
+for tool in dbus-daemon busctl qemu-storage-daemon setpriv; do
+    command -v "$tool" >/dev/null || { echo "SKIP: $tool missing" >&2; exit 77; }
+done
+[ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse" >&2; exit 77; }
+
+BUS_PID=
+DAEMON_PID=
+LISTENER_PID=
+stop_all() {
+    local p
+    for p in $DAEMON_PID $LISTENER_PID $BUS_PID; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    "$RIG" down "$NAME" >/dev/null 2>&1 || true
+    cleanup
+}
+trap stop_all EXIT
+
+# start_bus POLICY-XML: a system-type bus with the stock default policy plus POLICY-XML
+start_bus() {
+    cat >"$WORK/bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>$BUS</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus"
+           send_interface="org.freedesktop.DBus.Introspectable"/>
+  </policy>
+  <policy user="root">
+    <allow send_destination="org.freedesktop.DBus"
+           send_interface="org.freedesktop.DBus.Monitoring"/>
+  </policy>
+  $1
+</busconfig>
+EOF
+    dbus-daemon --config-file="$WORK/bus.conf" --nofork --nopidfile >"$WORK/bus.log" 2>&1 &
+    BUS_PID=$!
+    for _ in $(seq 1 100); do [ -S "$WORK/bus.sock" ] && return 0; sleep 0.05; done
+    cat "$WORK/bus.log" >&2
+    fail "dbus-daemon did not start"
+}
+
+start_listener() {
+    python3 "$(dirname "$0")/notify-listener.py" "$WORK/notify.sock" "$WORK/notify.log" 300 &
+    LISTENER_PID=$!
+    for _ in $(seq 1 50); do [ -S "$WORK/notify.sock" ] && return 0; sleep 0.1; done
+    fail "notify listener did not start"
+}
+
+# start_daemon DEV [OPTIONS...]: in the background, as systemd would run it
+start_daemon() {
+    local dev=$1
+    shift
+    DBUS_SYSTEM_BUS_ADDRESS="$BUS" NOTIFY_SOCKET="$WORK/notify.sock" WATCHDOG_USEC=2000000 \
+        "$DAEMON" --state-dir="$STATE" --config-dir="$WORK" --progress=never \
+        --state-key="$NAME" "$@" "$dev" >"$WORK/daemon.out" 2>&1 &
+    DAEMON_PID=$!
+}
+
+SERVICE=
+OBJ=/org/ebshydrate/Volume1
+IFACE=org.ebshydrate.Volume1
+
+# bus_as USER busctl-args...: busctl on the private bus, as root or as nobody
+bus_as() {
+    local who=$1
+    shift
+    if [ "$who" = root ]; then
+        busctl --address="$BUS" "$@"
+    else
+        setpriv --reuid=65534 --regid=65534 --clear-groups busctl --address="$BUS" "$@"
+    fi
+}
+
+# prop NAME: the property's value alone (busctl prints "TYPE VALUE")
+prop() {
+    bus_as root get-property "$SERVICE" "$OBJ" "$IFACE" "$1" | cut -d' ' -f2-
+}
+
+wait_for_name() {
+    for _ in $(seq 1 200); do
+        bus_as root status "$SERVICE" >/dev/null 2>&1 && return 0
+        kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$WORK/daemon.out" >&2; fail "daemon exited"; }
+        sleep 0.05
+    done
+    fail "the daemon never owned $SERVICE"
+}
+
+# A cold 512 MiB volume, hydrated at a limited rate so that there is time to look at it.
+setup_volume() {
+    DEV=$("$RIG" up "$NAME" --profile seed --size 512M)
+    SIZE=$(blockdev --getsize64 "$DEV")
+    SERVICE="org.ebshydrate.Volume1.$(basename "$DEV")"
+}
+
+case_object() {
+    local h1 h2 n_changed pct
+    start_bus "<include>$POLICY</include>"
+    start_listener
+    setup_volume
+    start_daemon "$DEV" --rate-limit=24M
+    wait_for_name
+
+    # Constant properties, and the introspection data that tools rely on.
+    assert_eq "$(prop VolumeId)" "\"$NAME\"" "VolumeId"
+    assert_eq "$(prop Device)" "\"$DEV\"" "Device"
+    assert_eq "$(prop DeviceName)" '""' "DeviceName"
+    assert_eq "$(prop SizeBytes)" "$SIZE" "SizeBytes"
+    bus_as root introspect "$SERVICE" "$OBJ" "$IFACE" >"$WORK/introspect"
+    for p in "VolumeId property s" "Device property s" "DeviceName property s" \
+        "State property s" "SizeBytes property t" "HydratedBytes property t" \
+        "Percent property d" "RateBytesPerSecond property t" "EtaSeconds property t" \
+        "ErrorCount property t" ".Pause method" ".Resume method" ".SetRateLimit method t"; do
+        grep -Eq "^\\.?${p// /[[:space:]]+}" "$WORK/introspect" ||
+            fail "introspection lacks '$p': $(cat "$WORK/introspect")"
+    done
+    grep -E '^\.(State|HydratedBytes|Percent)' "$WORK/introspect" | grep -q emits-change ||
+        fail "changing properties are not marked emits-change"
+    grep -E '^\.VolumeId' "$WORK/introspect" | grep -q const || fail "VolumeId is not const"
+
+    # Moving properties, after the rate window has a few samples.
+    sleep 3
+    assert_eq "$(prop State)" '"hydrating"' "State while running"
+    h1=$(prop HydratedBytes)
+    [ "$h1" -gt 0 ] && [ "$h1" -lt "$SIZE" ] || fail "HydratedBytes $h1 not within (0, $SIZE)"
+    pct=$(prop Percent)
+    awk -v p="$pct" -v h="$h1" -v s="$SIZE" 'BEGIN { exit !(p > 0 && p < 100 && (p - 100*h/s)^2 < 4) }' ||
+        fail "Percent $pct does not match HydratedBytes $h1 of $SIZE"
+    awk -v r="$(prop RateBytesPerSecond)" 'BEGIN { exit !(r > 12*2^20 && r < 36*2^20) }' ||
+        fail "RateBytesPerSecond $(prop RateBytesPerSecond) is not near the 24 MiB/s limit"
+    [ "$(prop EtaSeconds)" -gt 0 ] || fail "EtaSeconds is 0 while hydrating"
+    assert_eq "$(prop ErrorCount)" 0 "ErrorCount"
+
+    # PropertiesChanged: a steady trickle, about once a second, not one per read.
+    timeout 5 busctl --address="$BUS" monitor "$SERVICE" >"$WORK/monitor" 2>&1 || true
+    n_changed=$(grep -c 'Member=PropertiesChanged' "$WORK/monitor" || true)
+    echo "PropertiesChanged in 5 s: $n_changed"
+    [ "$n_changed" -ge 3 ] && [ "$n_changed" -le 7 ] ||
+        fail "expected 3-7 PropertiesChanged signals in 5 s, saw $n_changed"
+
+    # Pause: State says so, and nothing more is read (reads in flight finish first).
+    bus_as root call "$SERVICE" "$OBJ" "$IFACE" Pause || fail "Pause as root failed"
+    assert_eq "$(prop State)" '"paused"' "State after Pause"
+    sleep 1
+    h1=$(prop HydratedBytes)
+    sleep 2
+    h2=$(prop HydratedBytes)
+    assert_eq "$h2" "$h1" "HydratedBytes while paused"
+    grep -q "STATUS=$NAME: paused at" "$WORK/notify.log" || sleep 2.5
+    grep -q "STATUS=$NAME: paused at" "$WORK/notify.log" || fail "STATUS does not say paused"
+
+    bus_as root call "$SERVICE" "$OBJ" "$IFACE" Resume || fail "Resume as root failed"
+    assert_eq "$(prop State)" '"hydrating"' "State after Resume"
+    sleep 2
+    [ "$(prop HydratedBytes)" -gt "$h2" ] || fail "HydratedBytes does not grow after Resume"
+
+    # Lift the limit: the rest (most of 512 MiB at 24 MiB/s would take ~15 s) goes fast.
+    bus_as root call "$SERVICE" "$OBJ" "$IFACE" SetRateLimit t 0 || fail "SetRateLimit failed"
+    timeout 30 tail --pid="$DAEMON_PID" -f /dev/null || fail "not finished 30 s after SetRateLimit 0"
+    wait "$DAEMON_PID" || fail "daemon exited $?: $(cat "$WORK/daemon.out")"
+    DAEMON_PID=
+    assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the rig's overlay"
+    sleep 0.3
+    grep -vx 'WATCHDOG=1' "$WORK/notify.log" | sed 's/^/notify: /'
+    grep -qx 'READY=1' "$WORK/notify.log" || fail "no READY=1"
+    grep -qx 'WATCHDOG=1' "$WORK/notify.log" || fail "no WATCHDOG=1"
+    grep -Eq "^STATUS=$NAME: [0-9]+\.[0-9]% hydrated \(" "$WORK/notify.log" || fail "no progress STATUS"
+    grep -q "^STOPPING=1" "$WORK/notify.log" || fail "no STOPPING=1"
+    tail -n 1 "$WORK/notify.log" | grep -q "STATUS=$NAME: hydrated (512.0 MiB)" ||
+        fail "last notification is not the final summary: $(tail -n 1 "$WORK/notify.log")"
+    grep -q "rate limit removed over D-Bus" "$WORK/daemon.out" || fail "SetRateLimit not logged"
+}
+
+case_policy() {
+    local out
+    start_bus "<include>$POLICY</include>"
+    setup_volume
+    start_daemon "$DEV" --rate-limit=8M
+    wait_for_name
+    # Anyone may read and introspect ...
+    out=$(bus_as nobody get-property "$SERVICE" "$OBJ" "$IFACE" VolumeId) ||
+        fail "nobody cannot Get: $out"
+    assert_eq "$out" "s \"$NAME\"" "VolumeId as nobody"
+    bus_as nobody introspect "$SERVICE" "$OBJ" >/dev/null || fail "nobody cannot introspect"
+    # ... but not steer: the bus refuses before the daemon sees the call.
+    for call in "Pause" "Resume" "SetRateLimit t 1000"; do
+        # shellcheck disable=SC2086
+        out=$(bus_as nobody call "$SERVICE" "$OBJ" "$IFACE" $call 2>&1) &&
+            fail "nobody could call $call"
+        assert_contains "$out" "Access denied" "$call as nobody"
+    done
+    out=$(bus_as nobody set-property "$SERVICE" "$OBJ" "$IFACE" State s paused 2>&1) &&
+        fail "nobody could Set"
+    assert_contains "$out" "Access denied" "Set as nobody"
+    assert_eq "$(prop State)" '"hydrating"' "State after the refused calls"
+    # Nobody else may own our names.
+    out=$(bus_as nobody call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+        RequestName su org.ebshydrate.Volume1.evil 0 2>&1) && fail "nobody could own a name: $out"
+    assert_contains "$out" "Access denied" "RequestName as nobody"
+    bus_as root call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+        RequestName su org.ebshydrate.Volume1.evil 0 >/dev/null || fail "the policy denies root"
+    grep -q 'Rejected send message.*member="Pause"' "$WORK/bus.log" ||
+        fail "the bus did not log the refused Pause: $(cat "$WORK/bus.log")"
+}
+
+case_caller() {
+    local out
+    # A careless bus: everyone may call everything. The daemon still refuses non-root callers.
+    start_bus '<policy context="default"><allow own="*"/><allow send_type="method_call"/></policy>'
+    setup_volume
+    start_daemon "$DEV" --rate-limit=8M
+    wait_for_name
+    out=$(bus_as nobody call "$SERVICE" "$OBJ" "$IFACE" Pause 2>&1) && fail "nobody could Pause"
+    assert_contains "$out" "Access denied" "Pause as nobody"
+    out=$(bus_as nobody call "$SERVICE" "$OBJ" "$IFACE" SetRateLimit t 1 2>&1) &&
+        fail "nobody could SetRateLimit"
+    assert_contains "$out" "Access denied" "SetRateLimit as nobody"
+    # It was the daemon that refused, not the bus.
+    ! grep -q "Rejected send message" "$WORK/bus.log" || fail "the bus refused: $(cat "$WORK/bus.log")"
+    assert_contains "$(cat "$WORK/daemon.out")" "Refused Pause() from uid 65534" "daemon's log"
+    assert_contains "$(cat "$WORK/daemon.out")" "Refused SetRateLimit() from uid 65534" "daemon's log"
+    assert_eq "$(prop State)" '"hydrating"' "State after the refused calls"
+    bus_as root call "$SERVICE" "$OBJ" "$IFACE" Pause || fail "root cannot Pause"
+    assert_eq "$(prop State)" '"paused"' "State after root's Pause"
+}
+
+case_name() {
+    local out rc=0
+    start_bus "<include>$POLICY</include>"
+    setup_volume
+    start_daemon "$DEV" --rate-limit=8M
+    wait_for_name
+    # Same device, another state key (so the checkpoint lock does not decide): the name does.
+    out=$(DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$DAEMON" --state-dir="$WORK/other" --state-key=other \
+        --progress=never "$DEV" 2>&1) || rc=$?
+    assert_eq "$rc" 1 "exit status of a second daemon for the same device"
+    assert_contains "$out" "D-Bus name $SERVICE is owned by another process" "second daemon"
+    # No bus at all: a clear error that points at --no-bus, not a silent run without it.
+    rc=0
+    out=$(DBUS_SYSTEM_BUS_ADDRESS="unix:path=$WORK/nothing" "$DAEMON" --state-dir="$WORK/other" \
+        --state-key=other2 --progress=never "$DEV" 2>&1) || rc=$?
+    assert_eq "$rc" 1 "exit status without a bus"
+    assert_contains "$out" "Cannot connect to the D-Bus system bus" "no bus"
+    assert_contains "$out" "--no-bus" "no bus"
+}
+
+"case_${CASE//-/_}"
+echo "PASS: dbus/$CASE"
