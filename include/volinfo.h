@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What ebs-hydratectl knows about a volume, whether it comes from a running daemon on the bus
+ * or from a state file left behind, and the list operations its commands need: merge (a running
+ * instance hides its own state file), filter by a target the user typed, sort. Pure: no I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state.h"
+
+/* States a running daemon reports (D-Bus State), plus "stopped" for a state file of a volume
+ * that is not complete and not running. */
+#define VOLUME_STATE_HYDRATING "hydrating"
+#define VOLUME_STATE_PAUSED "paused"
+#define VOLUME_STATE_COMPLETED "completed"
+#define VOLUME_STATE_FAILED "failed"
+#define VOLUME_STATE_STOPPED "stopped"
+
+typedef struct VolumeInfo {
+        char *volume_id;   /* the state key: EBS volume id or another stable key */
+        char *device;      /* /dev/nvme1n1; "" when not running */
+        char *device_name; /* block-device mapping such as sdf; "" when unknown */
+        char *kernel_name; /* nvme1n1, from the bus name; "" when not running */
+        char *state;       /* one of VOLUME_STATE_*, or whatever a newer daemon reports */
+        uint64_t size_bytes;
+        uint64_t hydrated_bytes;
+        uint64_t rate_bytes_per_second; /* 0 when not running */
+        uint64_t eta_seconds;           /* 0 when unknown or not hydrating */
+        uint64_t error_count;           /* unreadable ranges recorded */
+        bool running;
+} VolumeInfo;
+
+typedef struct VolumeList {
+        VolumeInfo *items;
+        size_t n;
+} VolumeList;
+
+/*
+ * volume_info_init() - set the strings of @ret (copies; NULL counts as ""), numbers zero.
+ * Returns 0 or -ENOMEM (with nothing to free).
+ */
+int volume_info_init(VolumeInfo *ret, const char *volume_id, const char *device,
+                     const char *device_name, const char *kernel_name, const char *state);
+/* volume_info_done() - free the strings of @v and zero it. */
+void volume_info_done(VolumeInfo *v);
+
+/*
+ * volume_info_from_state() - describe a volume that only has a state file: "completed" if the
+ * state says so, else "stopped"; hydrated bytes from the chunk map, errors = unreadable ranges.
+ */
+int volume_info_from_state(const HydrateState *s, VolumeInfo *ret);
+
+/*
+ * volume_info_permille() - hydrated share in tenths of a percent, rounded down: 1000 only when
+ * every byte is hydrated, as everywhere else in the project.
+ */
+unsigned volume_info_permille(const VolumeInfo *v);
+
+/*
+ * volume_info_matches() - does @target name @v? A volume is named by its volume id (state
+ * key), by its kernel name (nvme1n1) or by a device path: @resolved_path is @target with
+ * symbolic links resolved (realpath), or NULL when @target is not a path.
+ */
+bool volume_info_matches(const VolumeInfo *v, const char *target, const char *resolved_path);
+
+int volume_list_new(VolumeList **ret);
+VolumeList *volume_list_free(VolumeList *l);
+void volume_list_freep(VolumeList **l);
+
+/* volume_list_add() - move *@v into @l (leaving @v zeroed). 0 or -ENOMEM (@v untouched). */
+int volume_list_add(VolumeList *l, VolumeInfo *v);
+/* volume_list_find() - the first entry with this volume id, or NULL. */
+VolumeInfo *volume_list_find(const VolumeList *l, const char *volume_id);
+
+/*
+ * volume_list_merge() - move the entries of @stored (volumes known from their state files) into
+ * @l, except those @l already has (a running instance wins). @stored is left empty.
+ */
+int volume_list_merge(VolumeList *l, VolumeList *stored);
+/* volume_list_sort() - by volume id, then kernel name. */
+void volume_list_sort(VolumeList *l);
+/* volume_list_filter() - keep the entries that @target names (see volume_info_matches()). */
+size_t volume_list_filter(VolumeList *l, const char *target, const char *resolved_path);

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Table, JSON and Prometheus renderings of a volume list. JSON goes through json-c, so escaping
+ * is not ours to get wrong; the Prometheus text format is simple enough to write directly, with
+ * label values escaped as the exposition format requires (backslash, double quote, newline).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parse.h"
+#include "progress.h"
+#include "util.h"
+#include "volinfo-format.h"
+
+/* --- table --- */
+
+enum {
+        COL_VOLUME,
+        COL_DEVICE,
+        COL_MAPPING,
+        COL_STATE,
+        COL_HYDRATED,
+        COL_SIZE,
+        COL_RATE,
+        COL_ETA,
+        COL_ERRORS,
+        N_COLUMNS,
+};
+
+static const struct {
+        const char *title;
+        bool right; /* numbers are right-aligned */
+} columns[N_COLUMNS] = {
+        [COL_VOLUME] = {"VOLUME", false},    [COL_DEVICE] = {"DEVICE", false},
+        [COL_MAPPING] = {"MAPPING", false},  [COL_STATE] = {"STATE", false},
+        [COL_HYDRATED] = {"HYDRATED", true}, [COL_SIZE] = {"SIZE", true},
+        [COL_RATE] = {"RATE", true},         [COL_ETA] = {"ETA", true},
+        [COL_ERRORS] = {"ERRORS", true},
+};
+
+typedef struct Row {
+        const char *cell[N_COLUMNS];
+        char hydrated[16];
+        char size[FORMAT_BYTES_MAX];
+        char rate[32];
+        char eta[FORMAT_DURATION_MAX];
+        char errors[24];
+} Row;
+
+static const char *or_dash(const char *s) {
+        return s && s[0] ? s : "-";
+}
+
+/* Rate and ETA mean something only while reads are being made. */
+static bool volume_moving(const VolumeInfo *v) {
+        return v->running && streq_ptr(v->state, VOLUME_STATE_HYDRATING) &&
+               v->rate_bytes_per_second > 0 && v->hydrated_bytes < v->size_bytes;
+}
+
+static void row_fill(Row *row, const VolumeInfo *v) {
+        unsigned pm = volume_info_permille(v);
+        bool moving = volume_moving(v);
+
+        (void)snprintf(row->hydrated, sizeof(row->hydrated), "%u.%u%%", pm / 10, pm % 10);
+        (void)snprintf(row->errors, sizeof(row->errors), "%" PRIu64, v->error_count);
+        row->cell[COL_VOLUME] = or_dash(v->volume_id);
+        row->cell[COL_DEVICE] = or_dash(v->device);
+        row->cell[COL_MAPPING] = or_dash(v->device_name);
+        row->cell[COL_STATE] = or_dash(v->state);
+        row->cell[COL_HYDRATED] = row->hydrated;
+        row->cell[COL_SIZE] = format_bytes(row->size, sizeof(row->size), v->size_bytes);
+        row->cell[COL_RATE] =
+                moving ? format_rate(row->rate, sizeof(row->rate), v->rate_bytes_per_second) : "-";
+        row->cell[COL_ETA] =
+                moving ? format_duration(row->eta, sizeof(row->eta), v->eta_seconds) : "-";
+        row->cell[COL_ERRORS] = row->errors;
+}
+
+static void print_cells(FILE *f, const char *const cell[N_COLUMNS], const size_t width[N_COLUMNS]) {
+        for (size_t c = 0; c < N_COLUMNS; c++) {
+                const char *sep = c == 0 ? "" : "  ";
+
+                if (columns[c].right)
+                        fprintf(f, "%s%*s", sep, (int)width[c], cell[c]);
+                else if (c + 1 == N_COLUMNS)
+                        fprintf(f, "%s%s", sep, cell[c]);
+                else
+                        fprintf(f, "%s%-*s", sep, (int)width[c], cell[c]);
+        }
+        fputc('\n', f);
+}
+
+int volume_list_print_table(FILE *f, const VolumeList *l, bool legend) {
+        const char *titles[N_COLUMNS];
+        size_t width[N_COLUMNS];
+        Row row;
+
+        if (l->n == 0) {
+                if (legend)
+                        fputs("No volumes.\n", f);
+                return ferror(f) ? -EIO : 0;
+        }
+        for (size_t c = 0; c < N_COLUMNS; c++) {
+                titles[c] = columns[c].title;
+                width[c] = legend ? strlen(titles[c]) : 0;
+        }
+        for (size_t i = 0; i < l->n; i++) {
+                row_fill(&row, &l->items[i]);
+                for (size_t c = 0; c < N_COLUMNS; c++)
+                        width[c] = MAX(width[c], strlen(row.cell[c]));
+        }
+        if (legend)
+                print_cells(f, titles, width);
+        for (size_t i = 0; i < l->n; i++) {
+                row_fill(&row, &l->items[i]);
+                print_cells(f, row.cell, width);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+/* --- JSON --- */
+
+static void json_object_putp(struct json_object **o) {
+        if (*o)
+                (void)json_object_put(*o);
+}
+
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* Adds @value (NULL after a failed allocation) to @o under @key; consumes @value either way. */
+static int json_add(struct json_object *o, const char *key, struct json_object *value) {
+        if (!value)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, value) < 0) {
+                (void)json_object_put(value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int json_add_string(struct json_object *o, const char *key, const char *value) {
+        return json_add(o, key, json_object_new_string(strempty(value)));
+}
+
+static int json_add_u64(struct json_object *o, const char *key, uint64_t value) {
+        return json_add(o, key, json_object_new_uint64(value));
+}
+
+static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
+        _cleanup_json_ struct json_object *o = json_object_new_object();
+        unsigned pm = volume_info_permille(v);
+        char percent[16];
+
+        if (!o)
+                return -ENOMEM;
+        /* One decimal, rounded down as on the table: 42.1, not 42.100000000000001. */
+        (void)snprintf(percent, sizeof(percent), "%u.%u", pm / 10, pm % 10);
+        if (json_add_string(o, "volume_id", v->volume_id) < 0 ||
+            json_add_string(o, "device", v->device) < 0 ||
+            json_add_string(o, "device_name", v->device_name) < 0 ||
+            json_add_string(o, "state", v->state) < 0 ||
+            json_add_u64(o, "size_bytes", v->size_bytes) < 0 ||
+            json_add_u64(o, "hydrated_bytes", v->hydrated_bytes) < 0 ||
+            json_add(o, "percent", json_object_new_double_s(pm / 10.0, percent)) < 0 ||
+            json_add_u64(o, "rate_bytes_per_second", v->rate_bytes_per_second) < 0 ||
+            json_add_u64(o, "eta_seconds", v->eta_seconds) < 0 ||
+            json_add_u64(o, "error_count", v->error_count) < 0 ||
+            json_add(o, "running", json_object_new_boolean(v->running)) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int volume_list_print_json(FILE *f, const VolumeList *l) {
+        _cleanup_json_ struct json_object *root = json_object_new_object();
+        struct json_object *array, *item;
+        const char *text;
+        int r;
+
+        if (!root)
+                return -ENOMEM;
+        array = json_object_new_array();
+        if (json_add(root, "volumes", array) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n; i++) {
+                r = volume_to_json(&l->items[i], &item);
+                if (r < 0)
+                        return r;
+                if (json_object_array_add(array, item) < 0) {
+                        (void)json_object_put(item);
+                        return -ENOMEM;
+                }
+        }
+        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return -ENOMEM;
+        fprintf(f, "%s\n", text);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* --- Prometheus text format --- */
+
+typedef struct Gauge {
+        const char *name;
+        const char *help;
+        uint64_t (*value)(const VolumeInfo *v);
+} Gauge;
+
+static uint64_t size_value(const VolumeInfo *v) {
+        return v->size_bytes;
+}
+
+static uint64_t hydrated_value(const VolumeInfo *v) {
+        return v->hydrated_bytes;
+}
+
+static uint64_t rate_value(const VolumeInfo *v) {
+        return v->rate_bytes_per_second;
+}
+
+static uint64_t eta_value(const VolumeInfo *v) {
+        return v->eta_seconds;
+}
+
+static uint64_t errors_value(const VolumeInfo *v) {
+        return v->error_count;
+}
+
+static uint64_t running_value(const VolumeInfo *v) {
+        return v->running;
+}
+
+static const Gauge gauges[] = {
+        {"ebs_hydrate_volume_size_bytes", "Size of the volume in bytes.", size_value},
+        {"ebs_hydrate_volume_hydrated_bytes", "Bytes of the volume read at least once.",
+         hydrated_value},
+        {"ebs_hydrate_volume_rate_bytes_per_second",
+         "Current hydration rate in bytes per second (0 unless running).", rate_value},
+        {"ebs_hydrate_volume_eta_seconds",
+         "Estimated seconds until the volume is hydrated (0 when unknown or not hydrating).",
+         eta_value},
+        {"ebs_hydrate_volume_errors", "Unreadable ranges recorded for the volume.", errors_value},
+        {"ebs_hydrate_volume_running", "1 if an ebs-hydrated instance is hydrating the volume.",
+         running_value},
+};
+
+static const char *const metric_states[] = {
+        VOLUME_STATE_HYDRATING, VOLUME_STATE_PAUSED,  VOLUME_STATE_COMPLETED,
+        VOLUME_STATE_FAILED,    VOLUME_STATE_STOPPED,
+};
+
+static void print_label_value(FILE *f, const char *s) {
+        for (s = strempty(s); *s; s++)
+                switch (*s) {
+                case '\\':
+                        fputs("\\\\", f);
+                        break;
+                case '"':
+                        fputs("\\\"", f);
+                        break;
+                case '\n':
+                        fputs("\\n", f);
+                        break;
+                default:
+                        fputc(*s, f);
+                }
+}
+
+static void print_label(FILE *f, const char *sep, const char *name, const char *value) {
+        fprintf(f, "%s%s=\"", sep, name);
+        print_label_value(f, value);
+        fputc('"', f);
+}
+
+/* name{volume_id="...",device="...",device_name="..."[,state="..."]} value */
+static void print_sample(FILE *f, const char *name, const VolumeInfo *v, const char *state,
+                         uint64_t value) {
+        fputs(name, f);
+        print_label(f, "{", "volume_id", v->volume_id);
+        print_label(f, ",", "device", v->device);
+        print_label(f, ",", "device_name", v->device_name);
+        if (state)
+                print_label(f, ",", "state", state);
+        fprintf(f, "} %" PRIu64 "\n", value);
+}
+
+static void print_family(FILE *f, const char *name, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+static bool state_known(const char *state) {
+        for (size_t i = 0; i < ELEMENTSOF(metric_states); i++)
+                if (streq_ptr(state, metric_states[i]))
+                        return true;
+        return false;
+}
+
+static void print_state_family(FILE *f, const VolumeList *l) {
+        static const char name[] = "ebs_hydrate_volume_state";
+
+        print_family(f, name, "State of the volume: 1 for the current state, 0 for the others.");
+        for (size_t i = 0; i < l->n; i++) {
+                const VolumeInfo *v = &l->items[i];
+
+                for (size_t s = 0; s < ELEMENTSOF(metric_states); s++)
+                        print_sample(f, name, v, metric_states[s],
+                                     streq_ptr(v->state, metric_states[s]));
+                /* A state from a newer daemon is shown, not lost. */
+                if (v->state && v->state[0] && !state_known(v->state))
+                        print_sample(f, name, v, v->state, 1);
+        }
+}
+
+int volume_list_print_metrics(FILE *f, const VolumeList *l) {
+        for (size_t g = 0; g < ELEMENTSOF(gauges); g++) {
+                print_family(f, gauges[g].name, gauges[g].help);
+                for (size_t i = 0; i < l->n; i++)
+                        print_sample(f, gauges[g].name, &l->items[i], NULL,
+                                     gauges[g].value(&l->items[i]));
+        }
+        print_state_family(f, l);
+        return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Volume records for ebs-hydratectl and the list operations on them. A record is built either
+ * from a running daemon's properties (ctl-bus.c) or from a state file; this file only moves
+ * and compares them, so that merging and target matching are tested without a bus or a disk.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "progress.h"
+#include "util.h"
+#include "volinfo.h"
+
+int volume_info_init(VolumeInfo *ret, const char *volume_id, const char *device,
+                     const char *device_name, const char *kernel_name, const char *state) {
+        VolumeInfo v = {
+                .volume_id = strdup(strempty(volume_id)),
+                .device = strdup(strempty(device)),
+                .device_name = strdup(strempty(device_name)),
+                .kernel_name = strdup(strempty(kernel_name)),
+                .state = strdup(strempty(state)),
+        };
+
+        if (!v.volume_id || !v.device || !v.device_name || !v.kernel_name || !v.state) {
+                volume_info_done(&v);
+                return -ENOMEM;
+        }
+        *ret = v;
+        return 0;
+}
+
+void volume_info_done(VolumeInfo *v) {
+        free(v->volume_id);
+        free(v->device);
+        free(v->device_name);
+        free(v->kernel_name);
+        free(v->state);
+        *v = (VolumeInfo){0};
+}
+
+/* Every chunk either read or recorded unreadable: the run finished, with errors. */
+static bool finished_with_errors(const HydrateState *s) {
+        uint64_t bad = 0;
+
+        for (size_t i = 0; i < s->n_bad; i++)
+                bad += s->bad[i].length;
+        return s->n_bad > 0 && chunkmap_done_bytes(s->map) + bad >= s->size;
+}
+
+int volume_info_from_state(const HydrateState *s, VolumeInfo *ret) {
+        bool complete = s->complete || chunkmap_complete(s->map);
+        int r;
+
+        r = volume_info_init(ret, s->key, NULL, NULL, NULL,
+                             complete                 ? VOLUME_STATE_COMPLETED
+                             : finished_with_errors(s) ? VOLUME_STATE_FAILED
+                                                       : VOLUME_STATE_STOPPED);
+        if (r < 0)
+                return r;
+        ret->size_bytes = s->size;
+        ret->hydrated_bytes = chunkmap_done_bytes(s->map);
+        ret->error_count = s->n_bad;
+        return 0;
+}
+
+unsigned volume_info_permille(const VolumeInfo *v) {
+        return progress_permille(v->hydrated_bytes, v->size_bytes);
+}
+
+/* "/dev/nvme1n1" names the kernel name "nvme1n1"; "/dev/disk/..." names none directly. */
+static bool path_is_dev_node(const char *path, const char *kernel_name) {
+        return strncmp(path, "/dev/", 5) == 0 && strcmp(path + 5, kernel_name) == 0;
+}
+
+bool volume_info_matches(const VolumeInfo *v, const char *target, const char *resolved_path) {
+        bool has_kernel_name = v->kernel_name && v->kernel_name[0];
+
+        if (streq_ptr(target, v->volume_id))
+                return true;
+        if (has_kernel_name && streq_ptr(target, v->kernel_name))
+                return true;
+        if (!resolved_path)
+                return false;
+        if (v->device && v->device[0] && streq_ptr(resolved_path, v->device))
+                return true;
+        return has_kernel_name && path_is_dev_node(resolved_path, v->kernel_name);
+}
+
+int volume_list_new(VolumeList **ret) {
+        VolumeList *l = calloc(1, sizeof(*l));
+
+        if (!l)
+                return -ENOMEM;
+        *ret = l;
+        return 0;
+}
+
+VolumeList *volume_list_free(VolumeList *l) {
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < l->n; i++)
+                volume_info_done(&l->items[i]);
+        free(l->items);
+        free(l);
+        return NULL;
+}
+
+void volume_list_freep(VolumeList **l) {
+        *l = volume_list_free(*l);
+}
+
+int volume_list_add(VolumeList *l, VolumeInfo *v) {
+        VolumeInfo *items = realloc(l->items, (l->n + 1) * sizeof(*items));
+
+        if (!items)
+                return -ENOMEM;
+        items[l->n++] = *v;
+        l->items = items;
+        *v = (VolumeInfo){0};
+        return 0;
+}
+
+VolumeInfo *volume_list_find(const VolumeList *l, const char *volume_id) {
+        for (size_t i = 0; i < l->n; i++)
+                if (streq_ptr(l->items[i].volume_id, volume_id))
+                        return &l->items[i];
+        return NULL;
+}
+
+int volume_list_merge(VolumeList *l, VolumeList *stored) {
+        int r = 0;
+
+        for (size_t i = 0; i < stored->n; i++) {
+                if (r >= 0 && !volume_list_find(l, stored->items[i].volume_id))
+                        r = volume_list_add(l, &stored->items[i]);
+                volume_info_done(&stored->items[i]);
+        }
+        stored->n = 0;
+        return r;
+}
+
+static int compare_volumes(const void *a, const void *b) {
+        const VolumeInfo *x = a, *y = b;
+        int c = strcmp(strempty(x->volume_id), strempty(y->volume_id));
+
+        return c != 0 ? c : strcmp(strempty(x->kernel_name), strempty(y->kernel_name));
+}
+
+void volume_list_sort(VolumeList *l) {
+        if (l->n > 1)
+                qsort(l->items, l->n, sizeof(*l->items), compare_volumes);
+}
+
+size_t volume_list_filter(VolumeList *l, const char *target, const char *resolved_path) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                if (volume_info_matches(&l->items[i], target, resolved_path))
+                        l->items[kept++] = l->items[i];
+                else
+                        volume_info_done(&l->items[i]);
+        }
+        l->n = kept;
+        return kept;
+}
