@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 # The D-Bus status object on a private system-type bus: a dbus-daemon of our own, loaded with
 # the shipped policy file, a stand-in notify socket, and the daemon on a cold rig volume.
-# Usage: dbus.sh CASE PATH-TO-ebs-hydrated PATH-TO-POLICY-FILE
+# Usage: dbus.sh CASE PATH-TO-ebs-hydrated PATH-TO-POLICY-FILE [PATH-TO-ebs-hydratectl]
 #   object    every property, PropertiesChanged pacing, Pause/Resume/SetRateLimit as root,
 #             READY/STATUS/WATCHDOG/STOPPING, State "completed" before the name goes away
 #   policy    the shipped policy: nobody may Get and introspect, but not call methods or Set
 #   caller    a bus that lets everyone call: the daemon itself refuses non-root callers
+#   ctl       ebs-hydratectl status/pause/resume/set-rate-limit against the running daemon
 #   name      a second daemon for the same device name cannot start; no bus = a clear error
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -14,6 +15,7 @@ require_root
 CASE=$1
 DAEMON=$2
 POLICY=$(realpath "$3")
+CTL=${4:-}
 RIG="$(cd "$(dirname "$0")/../lab" && pwd)/ebs-rig"
 NAME="it-dbus-$CASE-$$"
 STATE="$WORK/state"
@@ -277,6 +279,62 @@ case_name() {
     assert_eq "$rc" 1 "exit status without a bus"
     assert_contains "$out" "Cannot connect to the D-Bus system bus" "no bus"
     assert_contains "$out" "--no-bus" "no bus"
+}
+
+# ctl_json FIELD: the field of the only volume in `ebs-hydratectl --json status`
+ctl_json() {
+    DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$CTL" --state-dir="$STATE" --json status |
+        python3 -c 'import json, sys; v = json.load(sys.stdin)["volumes"]; assert len(v) == 1, v; print(v[0][sys.argv[1]])' "$1"
+}
+
+case_ctl() {
+    local out rc h1 kname
+    [ -x "$CTL" ] || fail "no ebs-hydratectl given"
+    start_bus "<include>$POLICY</include>"
+    setup_volume
+    kname=$(basename "$DEV")
+    start_daemon "$DEV" --rate-limit=16M
+    wait_for_name
+    sleep 2
+    # The running instance, from the bus: one row, live figures, not the stale state file.
+    assert_eq "$(ctl_json running)" True "running"
+    assert_eq "$(ctl_json volume_id)" "$NAME" "volume_id"
+    assert_eq "$(ctl_json device)" "$DEV" "device"
+    assert_eq "$(ctl_json state)" hydrating "state"
+    assert_eq "$(ctl_json size_bytes)" "$SIZE" "size_bytes"
+    [ "$(ctl_json rate_bytes_per_second)" -gt 0 ] || fail "rate is 0 while hydrating"
+    out=$(DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$CTL" --state-dir="$STATE" status "$kname")
+    echo "$out"
+    assert_contains "$out" "$NAME" "table"
+    assert_contains "$out" "hydrating" "table"
+
+    # Control by kernel name, device path and volume id.
+    DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$CTL" pause "$kname" || fail "ctl pause exited $?"
+    assert_eq "$(prop State)" '"paused"' "State after ctl pause"
+    assert_eq "$(ctl_json state)" paused "ctl status after pause"
+    # Not root: refused before the bus is asked, exit 4.
+    rc=0
+    out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env DBUS_SYSTEM_BUS_ADDRESS="$BUS" \
+        "$CTL" resume "$kname" 2>&1) || rc=$?
+    assert_eq "$rc" 4 "ctl resume as nobody"
+    assert_contains "$out" "must be run as root" "ctl resume as nobody"
+    assert_eq "$(prop State)" '"paused"' "State after nobody's resume"
+    DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$CTL" resume "$DEV" || fail "ctl resume exited $?"
+    assert_eq "$(prop State)" '"hydrating"' "State after ctl resume"
+    h1=$(prop HydratedBytes)
+    DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$CTL" set-rate-limit "$NAME" 0 || fail "ctl set-rate-limit exited $?"
+    timeout 30 tail --pid="$DAEMON_PID" -f /dev/null || fail "not finished 30 s after set-rate-limit 0"
+    wait "$DAEMON_PID" || fail "daemon exited $?"
+    DAEMON_PID=
+    grep -q "rate limit removed over D-Bus" "$WORK/daemon.out" || fail "set-rate-limit did not reach the daemon"
+    # Finished: the name is gone, the state file speaks for the volume.
+    assert_eq "$(ctl_json running)" False "running after the end"
+    assert_eq "$(ctl_json state)" completed "state after the end"
+    assert_eq "$(ctl_json hydrated_bytes)" "$SIZE" "hydrated_bytes after the end"
+    rc=0
+    DBUS_SYSTEM_BUS_ADDRESS="$BUS" "$CTL" pause "$kname" 2>/dev/null || rc=$?
+    assert_eq "$rc" 1 "ctl pause of a volume that is not running"
+    echo "hydrated before lifting the limit: $h1 of $SIZE bytes"
 }
 
 "case_${CASE//-/_}"
