@@ -28,8 +28,9 @@ typedef enum HydratorPhase {
         HYDRATOR_HYDRATING,
         HYDRATOR_COMPLETE,   /* every chunk read */
         HYDRATOR_UNREADABLE, /* finished, but some ranges could not be read */
-        HYDRATOR_FAILED,     /* stopped by an error (device gone, state not savable) */
+        HYDRATOR_FAILED,     /* stopped by an error (device broken, state not savable) */
         HYDRATOR_STOPPED,    /* stopped on request, state saved */
+        HYDRATOR_DETACHED,   /* the device went away (ENXIO, ENODEV), state saved */
 } HydratorPhase;
 
 typedef struct Hydrator Hydrator;

@@ -3,7 +3,7 @@
  * ebs-hydrated: hydrate one block device in the foreground. Parses the command line, resolves
  * the device's identity and configuration, and runs the hydrator on an sd-event loop with a
  * progress bar on a terminal. Exit codes: 0 complete, 1 failed, 2 bad usage or configuration,
- * 3 finished with unreadable ranges.
+ * 3 finished with unreadable ranges, 4 the device went away.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +35,7 @@ enum {
         EXIT_FAILED = 1,
         EXIT_USAGE = 2,
         EXIT_UNREADABLE = 3,
+        EXIT_DETACHED = 4,
 };
 
 typedef enum ProgressMode { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } ProgressMode;
@@ -91,7 +92,8 @@ static void help(void) {
                "      --version            show the version\n"
                "\n"
                "Exit status: 0 hydrated (or already hydrated, or disabled by configuration),\n"
-               "1 failed, 2 bad usage or configuration, 3 finished with unreadable ranges.\n"
+               "1 failed, 2 bad usage or configuration, 3 finished with unreadable ranges,\n"
+               "4 the device went away (progress saved; the next run resumes).\n"
                "See ebs-hydrated(8) and ebs-hydrate.conf(5).\n",
                HYDRATE_QUEUE_DEPTH_MAX, HYDRATE_DEFAULT_QUEUE_DEPTH, EBS_HYDRATE_STATE_DIR,
                EBS_HYDRATE_VENDOR_CONF_DIR, EBS_HYDRATE_ETC_CONF_DIR);
@@ -346,10 +348,11 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* No STOPPING=1 here: systemd would take the exit for a stop and drop the unit to "inactive"
+ * despite RemainAfterExit=yes. Only a stop that was asked for (on_signal) says STOPPING. */
 static void on_finished(Hydrator *h, void *userdata) {
         Run *run = userdata;
 
-        (void)sd_notify(false, "STOPPING=1");
         notify_status(run);
         if (run->bus)
                 hydrate_bus_refresh(run->bus);
@@ -420,6 +423,8 @@ static int exit_code_for(const HydratorStatus *st) {
                 return EXIT_COMPLETE;
         case HYDRATOR_UNREADABLE:
                 return EXIT_UNREADABLE;
+        case HYDRATOR_DETACHED:
+                return EXIT_DETACHED;
         default:
                 return EXIT_FAILED;
         }

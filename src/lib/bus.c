@@ -71,6 +71,7 @@ const char *hydrate_bus_state(const HydratorStatus *st) {
         case HYDRATOR_COMPLETE:
                 return "completed";
         case HYDRATOR_STOPPED:
+        case HYDRATOR_DETACHED:
                 return "paused";
         case HYDRATOR_UNREADABLE:
         case HYDRATOR_FAILED:

@@ -269,6 +269,12 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
         uint64_t count = DIV_ROUND_UP(req->length, m->chunk_size);
         int r = 0;
 
+        if (error == -ENXIO || error == -ENODEV) {
+                /* Detached (or shrunk under us): not a failure of ours, and the next attach resumes. */
+                log_warning_errno(error, "%s went away (%m); stopping with progress saved",
+                                  h->dev->path);
+                return finish(h, HYDRATOR_DETACHED, error);
+        }
         if (!retryable(error)) {
                 log_error_errno(error, "Failed to read %s at byte %" PRIu64 ": %m", h->dev->path,
                                 req->offset);

@@ -46,6 +46,12 @@ char *status_format(char *buf, size_t size, const HydratorStatus *st) {
                          st->key, pm / 10, pm % 10, total,
                          strerror(st->error < 0 ? -st->error : EIO));
                 break;
+        case HYDRATOR_DETACHED:
+                snprintf(buf, size,
+                         "%s: device detached at %u.%u%% hydrated (of %s); progress saved, "
+                         "resumes when it is back",
+                         st->key, pm / 10, pm % 10, total);
+                break;
         case HYDRATOR_STOPPED:
                 snprintf(buf, size, "%s: stopped at %u.%u%% hydrated (of %s); progress saved",
                          st->key, pm / 10, pm % 10, total);

@@ -92,7 +92,7 @@ case_cli_overrides_config() {
 }
 
 case_notify() {
-    local dev sock log listener n_watchdog
+    local dev sock log listener n_watchdog pid
     dev=$(make_loop 256M)
     sock="$WORK/notify.sock"
     log="$WORK/notify.log"
@@ -110,7 +110,9 @@ case_notify() {
     grep -Eq '^STATUS=t9: [0-9]+\.[0-9]% hydrated \([0-9.]+ MiB of 256\.0 MiB\), [0-9.]+ [KM]iB/s, ' "$log" ||
         fail "no progress STATUS= in the DESIGN.md format"
     grep -q '^STATUS=t9: .* MiB/s, about .* left$' "$log" || fail "no ETA in STATUS="
-    grep -qx 'STOPPING=1' "$log" || fail "no STOPPING=1"
+    # Completion is not a stop: STOPPING=1 would make systemd ignore RemainAfterExit=yes, and
+    # the unit would end "inactive (dead)" instead of "active (exited)" with this STATUS=.
+    ! grep -qx 'STOPPING=1' "$log" || fail "STOPPING=1 sent on completion"
     assert_eq "$(tail -n 1 "$log")" "STATUS=t9: hydrated (256.0 MiB)" "final STATUS="
     n_watchdog=$(grep -cx 'WATCHDOG=1' "$log" || true)
     echo "WATCHDOG=1 sent $n_watchdog times"
@@ -118,8 +120,24 @@ case_notify() {
     # READY comes before the first progress line, STOPPING after the last one.
     [ "$(grep -nx 'READY=1' "$log" | cut -d: -f1)" -lt "$(grep -n '% hydrated (' "$log" | head -1 | cut -d: -f1)" ] ||
         fail "READY=1 after progress"
-    [ "$(grep -nx 'STOPPING=1' "$log" | cut -d: -f1)" -gt "$(grep -n '% hydrated (' "$log" | tail -1 | cut -d: -f1)" ] ||
-        fail "STOPPING=1 before the last progress line"
+
+    # A stop that was asked for (SIGTERM) does say STOPPING=1, then where it stopped.
+    sock="$WORK/notify2.sock"
+    : >"$log"
+    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 60 &
+    listener=$!
+    for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+    NOTIFY_SOCKET="$sock" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" \
+        --progress=never --state-key=t9b --rate-limit=32M "$(make_loop 256M)" >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    kill -TERM "$pid"
+    wait "$pid" || true
+    sleep 0.3
+    kill "$listener"
+    wait "$listener" || true
+    grep -qx 'STOPPING=1' "$log" || fail "no STOPPING=1 after SIGTERM"
+    tail -n 1 "$log" | grep -q '^STATUS=t9b: stopped at ' || fail "last STATUS after SIGTERM: $(tail -n 1 "$log")"
 }
 
 case_udev_helper() {
