@@ -11,7 +11,6 @@
 #include "bus.h"
 #include "volinfo.h"
 
-
 /*
  * ctl_bus_kernel_name() - the kernel name a bus name stands for: "nvme1n1" for
  * "org.ebshydrate.Volume1.nvme1n1", or NULL if @bus_name is not an instance's name.

@@ -41,12 +41,12 @@ typedef struct HydratorStatus {
         const char *key;
         uint64_t size;
         uint64_t done_bytes;
-        uint64_t rate;      /* bytes/s, sliding window */
-        uint64_t run_bytes; /* bytes read by this run */
-        uint64_t run_usec;  /* duration of this run so far */
-        bool paused;        /* HYDRATING, but no new reads until resumed */
+        uint64_t rate;       /* bytes/s, sliding window */
+        uint64_t run_bytes;  /* bytes read by this run */
+        uint64_t run_usec;   /* duration of this run so far */
+        bool paused;         /* HYDRATING, but no new reads until resumed */
         uint64_t rate_limit; /* bytes/s, 0 = unlimited */
-        size_t n_bad;       /* unreadable ranges recorded */
+        size_t n_bad;        /* unreadable ranges recorded */
         const ByteRange *bad;
         int error; /* negative errno when FAILED */
 } HydratorStatus;

@@ -549,7 +549,7 @@ static int run_main(const Args *a) {
         }
         code = hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
 out:
-        hydrate_bus_free(run.bus); /* borrows the hydrator */
+        hydrate_bus_free(run.bus);   /* borrows the hydrator */
         hydrator_free(run.hydrator); /* waits for reads in flight; the state is already saved */
         sd_event_source_disable_unref(run.bar_timer);
         sd_event_source_disable_unref(run.status_timer);

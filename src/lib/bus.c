@@ -119,34 +119,28 @@ static int check_root(sd_bus_message *m, sd_bus_error *error) {
         return 0;
 }
 
-static int method_pause(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        HydrateBus *b = userdata;
+/* Pause() and Resume(): root only, and only while hydrating. */
+static int control(sd_bus_message *m, HydrateBus *b, sd_bus_error *error, int (*action)(Hydrator *),
+                   const char *verb) {
         int r = check_root(m, error);
 
         if (r < 0)
                 return r;
-        r = hydrator_pause(b->hydrator);
+        r = action(b->hydrator);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
-                                         "%s is not hydrating, nothing to pause",
-                                         b->props.volume_id);
+                                         "%s is not hydrating, nothing to %s", b->props.volume_id,
+                                         verb);
         hydrate_bus_refresh(b);
         return sd_bus_reply_method_return(m, NULL);
 }
 
-static int method_resume(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        HydrateBus *b = userdata;
-        int r = check_root(m, error);
+static int method_pause(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return control(m, userdata, error, hydrator_pause, "pause");
+}
 
-        if (r < 0)
-                return r;
-        r = hydrator_resume(b->hydrator);
-        if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
-                                         "%s is not hydrating, nothing to resume",
-                                         b->props.volume_id);
-        hydrate_bus_refresh(b);
-        return sd_bus_reply_method_return(m, NULL);
+static int method_resume(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return control(m, userdata, error, hydrator_resume, "resume");
 }
 
 static int method_set_rate_limit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -163,16 +157,16 @@ static int method_set_rate_limit(sd_bus_message *m, void *userdata, sd_bus_error
         if (rate == 0)
                 log_info("%s: rate limit removed over D-Bus", b->props.volume_id);
         else
-                log_info("%s: rate limit set to %" PRIu64 " bytes/s over D-Bus",
-                         b->props.volume_id, rate);
+                log_info("%s: rate limit set to %" PRIu64 " bytes/s over D-Bus", b->props.volume_id,
+                         rate);
         return sd_bus_reply_method_return(m, NULL);
 }
 
-#define PROP_CONST(name, sig, field)                                                  \
-        SD_BUS_PROPERTY(name, sig, NULL, offsetof(HydrateBus, props.field),           \
+#define PROP_CONST(name, sig, field)                                        \
+        SD_BUS_PROPERTY(name, sig, NULL, offsetof(HydrateBus, props.field), \
                         SD_BUS_VTABLE_PROPERTY_CONST)
-#define PROP_CHANGING(name, sig, field)                                               \
-        SD_BUS_PROPERTY(name, sig, NULL, offsetof(HydrateBus, props.field),           \
+#define PROP_CHANGING(name, sig, field)                                     \
+        SD_BUS_PROPERTY(name, sig, NULL, offsetof(HydrateBus, props.field), \
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
 
 static const sd_bus_vtable volume_vtable[] = {
@@ -255,8 +249,9 @@ static int connect_and_publish(HydrateBus *b, sd_event *event) {
                 return log_error_errno(r, "Failed to publish %s: %m", HYDRATE_BUS_PATH);
         r = sd_bus_request_name(b->bus, b->name, 0);
         if (r == -EEXIST)
-                return log_error_errno(r, "D-Bus name %s is owned by another process: is "
-                                          "%s being hydrated already?",
+                return log_error_errno(r,
+                                       "D-Bus name %s is owned by another process: is "
+                                       "%s being hydrated already?",
                                        b->name, b->props.device);
         if (r < 0)
                 return log_error_errno(r,

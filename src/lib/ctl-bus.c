@@ -179,8 +179,8 @@ static int list_one(sd_bus *bus, const char *kernel_name, VolumeList *l) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                log_warning("Cannot read the properties of %s%s: %s, ignoring", HYDRATE_BUS_NAME_PREFIX,
-                            kernel_name,
+                log_warning("Cannot read the properties of %s%s: %s, ignoring",
+                            HYDRATE_BUS_NAME_PREFIX, kernel_name,
                             sd_bus_error_is_set(&error) ? error.message : strerror(-r));
                 return 0;
         }

@@ -270,7 +270,8 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
         int r = 0;
 
         if (error == -ENXIO || error == -ENODEV) {
-                /* Detached (or shrunk under us): not a failure of ours, and the next attach resumes. */
+                /* Detached (or shrunk under us): not a failure of ours, and the next attach
+                 * resumes. */
                 log_warning_errno(error, "%s went away (%m); stopping with progress saved",
                                   h->dev->path);
                 return finish(h, HYDRATOR_DETACHED, error);
@@ -527,7 +528,8 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .key = h->state->key,
                 .size = h->state->size,
                 .done_bytes = chunkmap_done_bytes(h->state->map),
-                .rate = h->phase == HYDRATOR_HYDRATING && !h->paused ? progress_rate(&h->progress) : 0,
+                .rate = h->phase == HYDRATOR_HYDRATING && !h->paused ? progress_rate(&h->progress)
+                                                                     : 0,
                 .run_bytes = h->run_bytes,
                 .run_usec = h->run_start_usec > 0 ? now_usec() - h->run_start_usec : 0,
                 .paused = h->paused,

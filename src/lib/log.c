@@ -53,8 +53,8 @@ void log_volume(int level, const char *message_id, const char *volume_id, const 
         va_end(ap);
         if (journal_wanted() &&
             sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%d", level, "MESSAGE_ID=%s", message_id,
-                            "VOLUME_ID=%s", volume_id, "DEVICE=%s", device,
-                            "SYSLOG_IDENTIFIER=%s", log_program, NULL) >= 0)
+                            "VOLUME_ID=%s", volume_id, "DEVICE=%s", device, "SYSLOG_IDENTIFIER=%s",
+                            log_program, NULL) >= 0)
                 return;
         (void)log_internal(level, 0, "%s", buf);
 }

@@ -53,7 +53,7 @@ int volume_info_from_state(const HydrateState *s, VolumeInfo *ret) {
         int r;
 
         r = volume_info_init(ret, s->key, NULL, NULL, NULL,
-                             complete                 ? VOLUME_STATE_COMPLETED
+                             complete                  ? VOLUME_STATE_COMPLETED
                              : finished_with_errors(s) ? VOLUME_STATE_FAILED
                                                        : VOLUME_STATE_STOPPED);
         if (r < 0)

@@ -75,8 +75,9 @@ static void test_status_failed_and_stopped(void **state) {
                                  "No such device or address; progress saved");
         st.phase = HYDRATOR_DETACHED;
         status_format(buf, sizeof(buf), &st);
-        assert_string_equal(buf, "vol-0123456789abcdef0: device detached at 42.0% hydrated (of 10.0 "
-                                 "GiB); progress saved, resumes when it is back");
+        assert_string_equal(buf,
+                            "vol-0123456789abcdef0: device detached at 42.0% hydrated (of 10.0 "
+                            "GiB); progress saved, resumes when it is back");
         st.phase = HYDRATOR_STOPPED;
         status_format(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "

@@ -98,7 +98,8 @@ static void test_volinfo_from_state(void **state) {
                 _cleanup_(state_freep) HydrateState *s = NULL;
                 VolumeInfo v;
 
-                assert_int_equal(state_new(&s, "vol-0ccccccccccccccccc", 10 * CHUNK, 4096, CHUNK), 0);
+                assert_int_equal(state_new(&s, "vol-0ccccccccccccccccc", 10 * CHUNK, 4096, CHUNK),
+                                 0);
                 chunkmap_mark_done(s->map, 0, 6);
                 chunkmap_mark_done(s->map, 7, 3);
                 assert_int_equal(state_add_bad(s, 6 * CHUNK, CHUNK), 0);
