@@ -442,6 +442,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                    const char *key, int dir_fd, const HydrateSettings *settings) {
         _cleanup_close_ int lock_fd = -1;
         HydratorStatus st;
+        unsigned pm;
         int r;
 
         lock_fd = state_lock(dir_fd, key);
@@ -461,10 +462,10 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 return EXIT_COMPLETE;
         }
         hydrator_get_status(run->hydrator, &st);
+        pm = progress_permille(st.done_bytes, st.size);
         log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
                    "Hydrating %s (%s) from %u.%u%%, queue depth %u, %" PRIu64 " KiB reads%s",
-                   run->devnode, key, progress_permille(st.done_bytes, st.size) / 10,
-                   progress_permille(st.done_bytes, st.size) % 10, settings->queue_depth,
+                   run->devnode, key, pm / 10, pm % 10, settings->queue_depth,
                    settings->block_size / 1024, settings->rate_limit ? ", rate limited" : "");
         if (publish(run, a, id, key) < 0)
                 return EXIT_FAILED;

@@ -28,18 +28,6 @@ hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never "$@"
 }
 
-as_nobody() {
-    setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
-}
-
-# expect_exit CODE WHAT CMD...: run CMD, check its exit status, print its stdout and stderr
-expect_exit() {
-    local want=$1 what=$2 rc=0 out
-    shift 2
-    out=$("$@" 2>&1) || rc=$?
-    assert_eq "$rc" "$want" "exit status for $what"
-    echo "$out"
-}
 
 # Three volumes: "done1" complete, "part1" killed at about 40%, $ODD_KEY complete. PART_DEV
 # is the device of part1, for a later run that resumes it.

@@ -61,6 +61,20 @@ assert_le() {
     [ "$1" -le "$2" ] || fail "$3: $1 > $2"
 }
 
+# expect_exit CODE WHAT CMD...: run CMD, check its exit status, print its stdout and stderr
+expect_exit() {
+    local want=$1 what=$2 rc=0 out
+    shift 2
+    out=$("$@" 2>&1) || rc=$?
+    assert_eq "$rc" "$want" "exit status for $what"
+    echo "$out"
+}
+
+# as_nobody CMD...: run CMD as uid/gid 65534 with no supplementary groups
+as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
 # kill_at_percent PERCENT DEV BASE CMD...: start CMD in the background, SIGKILL it as soon as
 # the kernel has counted PERCENT of DEV read since BASE (a sectors_read value), and check that
 # it died by the signal before reading everything. CMD runs directly, not through a shell

@@ -231,13 +231,6 @@ case_disabled() {
     assert_eq "$(sectors_read "$dev")" "$before" "sectors read while disabled"
 }
 
-expect_exit() {
-    local want=$1 what=$2 rc=0 out
-    shift 2
-    out=$("$@" 2>&1) || rc=$?
-    assert_eq "$rc" "$want" "exit status for $what"
-    echo "$out"
-}
 
 case_bad_usage() {
     local dev out
