@@ -448,7 +448,7 @@ class Runner:
             return True
         except (StepFailed, vm.VMError, AssertionError, KeyError, ValueError) as e:
             self.results.append((name, "FAIL", str(e).splitlines()[0]))
-            vm.log("FAIL: %s: %s" % (name, e))
+            vm.log("FAIL: %s: %s" % (name, e), brief=True)
             self.dump()
             return False
 
@@ -456,10 +456,9 @@ class Runner:
         try:
             rc, out, err = self.m.run("systemctl list-units --all --no-pager 'ebs-hydrate@*'; "
                                       "journalctl --no-pager -u 'ebs-hydrate@*'", 60)
-            print("--- guest: ebs-hydrate units and journal\n" + out + err, flush=True)
+            vm.log_output("--- guest: ebs-hydrate units and journal", out + err)
         except vm.VMError as e:
-            print("--- guest unreachable: %s\n--- console:\n%s" % (e, self.m.console_tail()),
-                  flush=True)
+            vm.log_output("--- guest unreachable: %s\n--- console:" % e, self.m.console_tail())
 
     def summary(self):
         lines = ["results:"]
@@ -498,6 +497,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build_dir", nargs="?", help="CMake build directory")
     parser.add_argument("--staging", help="install tree (DESTDIR, prefix /usr) instead")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print every line (default: step lines and failures; the rest goes "
+                        "to BUILD_DIR/Testing/vm-systemd.log, printed in full after a failure)")
     parser.add_argument("--reboot", choices=("restart", "reset"), default="restart",
                         help="step e: power off and boot a new QEMU process (default, faster), "
                         "or systemctl reboot in the same QEMU")
@@ -505,6 +507,10 @@ def main():
     if bool(args.build_dir) == bool(args.staging):
         parser.error("give a build directory or --staging DIR")
     vm.skip_unless_prerequisites()
+    if not args.verbose:
+        logdir = os.path.join(os.path.abspath(args.build_dir or args.staging), "Testing")
+        os.makedirs(logdir, exist_ok=True)
+        vm.set_detail_log(os.path.join(logdir, "vm-systemd.log"))
     timer = vm.Timer()
     workdir = tempfile.mkdtemp(prefix="ebs-hydrate-vm-systemd.", dir="/var/tmp")
     runner = None
@@ -520,12 +526,18 @@ def main():
                 print("--- guest console (last lines)\n" + m.console_tail(80), flush=True)
                 raise
     finally:
-        print(timer.summary(), flush=True)
         if runner:
             print(runner.summary(), flush=True)
+        print(timer.summary(), flush=True)
         if os.environ.get("EBS_HYDRATE_VM_KEEP") != "1":
             vm.shutil.rmtree(workdir, ignore_errors=True)
     ok = runner is not None and all(r == "PASS" for _, r, _ in runner.results)
+    detail = vm.detail_log_path()
+    if detail and not ok:
+        with open(detail) as f:
+            print("--- the detailed log (%s)\n%s" % (detail, f.read().rstrip()), flush=True)
+    elif detail:
+        print("detailed log: %s" % detail, flush=True)
     print("PASS" if ok else "FAIL", flush=True)
     return 0 if ok else 1
 

@@ -64,8 +64,31 @@ class QMPTimeout(VMError):
     """No QMP message arrived in time."""
 
 
-def log(msg):
-    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+_detail = None  # with set_detail_log(): every line goes there, only brief ones to stdout
+
+
+def set_detail_log(path):
+    """From now on log() writes every line to @path, and to stdout only those marked brief.
+    Keeps a long test's output short enough for a CI excerpt to show what failed."""
+    global _detail
+    _detail = open(path, "w", buffering=1)
+
+
+def detail_log_path():
+    return _detail.name if _detail else None
+
+
+def log(msg, brief=False):
+    line = "[%s] %s" % (time.strftime("%H:%M:%S"), msg)
+    if _detail:
+        _detail.write(line + "\n")
+    if brief or not _detail:
+        print(line, flush=True)
+
+
+def log_output(title, text):
+    """A block of output (a command's, a journal): to the detail log if there is one."""
+    log("%s\n%s" % (title, text.rstrip()))
 
 
 class Timer:
@@ -90,14 +113,15 @@ class _TimedStep:
         self.timer, self.name = timer, name
 
     def __enter__(self):
-        log("--- %s" % self.name)
+        log("--- %s" % self.name, brief=True)
         self.start = time.monotonic()
         return self
 
     def __exit__(self, exc_type, exc, tb):
         secs = time.monotonic() - self.start
         self.timer.steps.append((self.name + ("" if exc_type is None else " (FAILED)"), secs))
-        log("--- %s: %s in %.1f s" % (self.name, "done" if exc_type is None else "FAILED", secs))
+        log("--- %s: %s in %.1f s" % (self.name, "done" if exc_type is None else "FAILED", secs),
+            brief=True)
         return False
 
 
@@ -148,11 +172,17 @@ def build_image(output, build_dir=None, staging=None, bare=False, size="2G"):
         cmd.append("--bare")
     else:
         cmd += ["--build-dir", build_dir] if build_dir else ["--staging", staging]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+    # image.sh reports on stderr (cmake's output when it builds the guest's copy): to the
+    # detail log when there is one, and in the error when it fails.
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE if _detail else None,
+                          universal_newlines=True)
+    if _detail and proc.stderr:
+        log_output("image.sh:", proc.stderr)
     if proc.returncode == SKIP:
         sys.exit(SKIP)
     if proc.returncode != 0:
-        raise VMError("image.sh failed with status %d" % proc.returncode)
+        raise VMError("image.sh failed with status %d%s" % (
+            proc.returncode, ":\n" + proc.stderr[-3000:] if _detail and proc.stderr else ""))
     values = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     return Image(values["KERNEL"], values["INITRD"], values["IMAGE"])
 
