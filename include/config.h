@@ -13,7 +13,8 @@
 #define CONFIG_DROPIN_DIR_NAME "hydrate.conf.d"
 #define CONFIG_LINE_MAX 199 /* longer lines are an error, never silently truncated */
 
-#define HYDRATE_DEFAULT_QUEUE_DEPTH 32u
+#define HYDRATE_QUEUE_DEPTH_AUTO 0u /* QueueDepth=auto: the hydrator finds it (tuner.h) */
+#define HYDRATE_DEFAULT_QUEUE_DEPTH HYDRATE_QUEUE_DEPTH_AUTO
 #define HYDRATE_DEFAULT_BLOCK_SIZE (UINT64_C(1) << 20)
 #define HYDRATE_QUEUE_DEPTH_MAX 1024u
 #define HYDRATE_BLOCK_SIZE_MIN UINT64_C(4096)
@@ -22,7 +23,7 @@
 /* What a [Hydrate] section sets. Defaults come from hydrate_settings_init(). */
 typedef struct HydrateSettings {
         bool enabled;         /* Enabled= */
-        unsigned queue_depth; /* QueueDepth=, 1..HYDRATE_QUEUE_DEPTH_MAX */
+        unsigned queue_depth; /* QueueDepth=, 1..HYDRATE_QUEUE_DEPTH_MAX, or _AUTO */
         uint64_t block_size;  /* BlockSize=, multiple of 4096 within [MIN, MAX] */
         uint64_t rate_limit;  /* RateLimit=, bytes per second, 0 = unlimited */
 } HydrateSettings;
@@ -40,7 +41,7 @@ void hydrate_settings_init(HydrateSettings *s);
 /*
  * The value syntax of the [Hydrate] keys, shared by the files and the command-line options so
  * that the two cannot drift apart. Each returns 0, or -EINVAL with *ret untouched.
- * hydrate_parse_queue_depth(): 1..HYDRATE_QUEUE_DEPTH_MAX.
+ * hydrate_parse_queue_depth(): "auto" (HYDRATE_QUEUE_DEPTH_AUTO) or 1..HYDRATE_QUEUE_DEPTH_MAX.
  * hydrate_parse_block_size(): a size that is a multiple of 4K within [MIN, MAX].
  * hydrate_parse_rate_limit(): a size in bytes per second; "off" or "none" (any case) is 0.
  */
@@ -48,7 +49,7 @@ int hydrate_parse_queue_depth(const char *s, unsigned *ret);
 int hydrate_parse_block_size(const char *s, uint64_t *ret);
 int hydrate_parse_rate_limit(const char *s, uint64_t *ret);
 
-#define HYDRATE_QUEUE_DEPTH_SYNTAX "an integer from 1 to 1024"
+#define HYDRATE_QUEUE_DEPTH_SYNTAX "auto or an integer from 1 to 1024"
 #define HYDRATE_BLOCK_SIZE_SYNTAX "a multiple of 4096 from 4K to 64M"
 #define HYDRATE_RATE_LIMIT_SYNTAX "bytes per second such as 200M, or 0, off or none"
 

@@ -17,7 +17,18 @@
 
 #define HYDRATOR_CHECKPOINT_INTERVAL_USEC (5 * UINT64_C(1000000))
 #define HYDRATOR_CHECKPOINT_MIN_GAP_USEC (20 * UINT64_C(1000))
-#define HYDRATOR_CHECKPOINT_PERMILLE 10 /* also checkpoint after each 1% of the volume */
+#define HYDRATOR_CHECKPOINT_PERMILLE 5 /* also checkpoint after each 0.5% of the volume */
+/*
+ * QueueDepth=auto: the tuner starts at 16 reads and may go from 4 up to 256, but never keeps
+ * more than 1% of the volume (at least 16 MiB) in flight: what is in flight when the daemon is
+ * killed is read again after the restart, so a crash costs at most about 1.5% of the volume
+ * (that and one checkpoint step).
+ */
+#define HYDRATOR_AUTO_DEPTH_START 16u
+#define HYDRATOR_AUTO_DEPTH_MIN 4u
+#define HYDRATOR_AUTO_DEPTH_MAX 256u
+#define HYDRATOR_AUTO_INFLIGHT_PERMILLE 10
+#define HYDRATOR_AUTO_INFLIGHT_MIN (UINT64_C(16) << 20)
 #define HYDRATOR_TICK_USEC (500 * UINT64_C(1000))
 #define HYDRATOR_RETRIES 3
 #define HYDRATOR_FAILURE_STORM 64 /* reads in a row that failed: the device is gone, not bad */
@@ -41,12 +52,16 @@ typedef struct HydratorStatus {
         const char *key;
         uint64_t size;
         uint64_t done_bytes;
-        uint64_t rate;       /* bytes/s, sliding window */
-        uint64_t run_bytes;  /* bytes read by this run */
-        uint64_t run_usec;   /* duration of this run so far */
-        bool paused;         /* HYDRATING, but no new reads until resumed */
-        uint64_t rate_limit; /* bytes/s, 0 = unlimited */
-        size_t n_bad;        /* unreadable ranges recorded */
+        uint64_t rate;                 /* bytes/s, sliding window */
+        uint64_t run_bytes;            /* bytes read by this run */
+        uint64_t run_usec;             /* duration of this run so far */
+        bool paused;                   /* HYDRATING, but no new reads until resumed */
+        uint64_t rate_limit;           /* bytes/s, 0 = unlimited */
+        uint64_t request_bytes;        /* size of each read */
+        unsigned depth;                /* reads kept in flight now */
+        unsigned depth_min, depth_max; /* its bounds (equal to it unless auto) */
+        unsigned depth_changes;        /* times QueueDepth=auto changed it */
+        size_t n_bad;                  /* unreadable ranges recorded */
         const ByteRange *bad;
         int error; /* negative errno when FAILED */
 } HydratorStatus;

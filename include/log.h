@@ -10,6 +10,8 @@
 
 #include "util.h"
 
+/* log_setup() - name the program, detect the journal, and take the maximum level from
+ * $EBS_HYDRATE_LOG_LEVEL (a syslog level name: err, warning, notice, info (default), debug). */
 void log_setup(const char *program);
 
 /* Logs at LEVEL; "%m" expands to strerror(-error). Returns error (negative errno), or -EIO if error

@@ -15,9 +15,10 @@
 typedef struct Reader Reader;
 
 typedef struct ReadRequest {
-        uint64_t offset;  /* aligned to the reader's alignment */
-        uint64_t length;  /* multiple of the alignment, at most the reader's max request size */
-        unsigned attempt; /* caller's bookkeeping (retries); passed back untouched */
+        uint64_t offset;      /* aligned to the reader's alignment */
+        uint64_t length;      /* multiple of the alignment, at most the reader's max request size */
+        unsigned attempt;     /* caller's bookkeeping (retries); passed back untouched */
+        uint64_t submit_usec; /* caller's bookkeeping (latency); passed back untouched */
 } ReadRequest;
 
 /* Called once per request with 0 or a negative errno. May submit new requests. */

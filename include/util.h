@@ -19,6 +19,7 @@
 #define DIV_ROUND_UP(a, b) (((a) + (b)-1) / (b))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CLAMP(x, lo, hi) MIN(MAX((x), (lo)), (hi))
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 

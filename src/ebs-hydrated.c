@@ -72,7 +72,8 @@ static void help(void) {
                "DEVICE is a path (/dev/nvme1n1, /dev/disk/by-id/...) or a kernel name (nvme1n1).\n"
                "\n"
                "Options:\n"
-               "  -q, --queue-depth=N      reads in flight (1-%u; default %u)\n"
+               "  -q, --queue-depth=N      reads in flight: 1-%u, or auto (the default): found\n"
+               "                           by measuring the device as it goes\n"
                "  -b, --block-size=SIZE    bytes per read, e.g. 512K, 1M (default 1M); reads\n"
                "                           cover whole 512K chunks (larger on volumes over\n"
                "                           8 TiB), so SIZE is rounded down to whole chunks\n"
@@ -95,8 +96,8 @@ static void help(void) {
                "1 failed, 2 bad usage or configuration, 3 finished with unreadable ranges,\n"
                "4 the device went away (progress saved; the next run resumes).\n"
                "See ebs-hydrated(8) and ebs-hydrate.conf(5).\n",
-               HYDRATE_QUEUE_DEPTH_MAX, HYDRATE_DEFAULT_QUEUE_DEPTH, EBS_HYDRATE_STATE_DIR,
-               EBS_HYDRATE_VENDOR_CONF_DIR, EBS_HYDRATE_ETC_CONF_DIR);
+               HYDRATE_QUEUE_DEPTH_MAX, EBS_HYDRATE_STATE_DIR, EBS_HYDRATE_VENDOR_CONF_DIR,
+               EBS_HYDRATE_ETC_CONF_DIR);
 }
 
 static int parse_option_value(int opt, const char *value, Args *a) {
@@ -302,6 +303,8 @@ static void draw_bar(Run *run) {
         if (!run->bar)
                 return;
         hydrator_get_status(run->hydrator, &st);
+        if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
+                st.rate = (uint64_t)((double)st.run_bytes * 1e6 / (double)st.run_usec);
         progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
                             st.rate);
         fprintf(stderr, "\r\033[K%s", line);
@@ -442,6 +445,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                    const char *key, int dir_fd, const HydrateSettings *settings) {
         _cleanup_close_ int lock_fd = -1;
         HydratorStatus st;
+        char depth[64];
         unsigned pm;
         int r;
 
@@ -463,10 +467,14 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         }
         hydrator_get_status(run->hydrator, &st);
         pm = progress_permille(st.done_bytes, st.size);
+        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
+                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
+        else
+                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
         log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
-                   "Hydrating %s (%s) from %u.%u%%, queue depth %u, %" PRIu64 " KiB reads%s",
-                   run->devnode, key, pm / 10, pm % 10, settings->queue_depth,
-                   settings->block_size / 1024, settings->rate_limit ? ", rate limited" : "");
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s",
+                   run->devnode, key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
+                   settings->rate_limit ? ", rate limited" : "");
         if (publish(run, a, id, key) < 0)
                 return EXIT_FAILED;
 

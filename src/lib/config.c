@@ -270,6 +270,10 @@ _Static_assert(HYDRATE_BLOCK_SIZE_MIN == 4096 && HYDRATE_BLOCK_SIZE_MAX == (64u 
 int hydrate_parse_queue_depth(const char *s, unsigned *ret) {
         uint64_t v;
 
+        if (strcmp(s, "auto") == 0) {
+                *ret = HYDRATE_QUEUE_DEPTH_AUTO;
+                return 0;
+        }
         if (parse_unsigned(s, 1, HYDRATE_QUEUE_DEPTH_MAX, &v) < 0)
                 return -EINVAL;
         *ret = (unsigned)v;

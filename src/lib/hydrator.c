@@ -16,6 +16,7 @@
 #include "log.h"
 #include "progress.h"
 #include "reader.h"
+#include "tuner.h"
 #include "util.h"
 
 typedef struct Retry {
@@ -36,7 +37,9 @@ struct Hydrator {
 
         unsigned failures_in_a_row;
         uint64_t chunks_per_request;
-        uint64_t cursor; /* next chunk to plan */
+        uint64_t cursor;    /* next chunk to plan */
+        DepthTuner tuner;   /* how many reads to keep in flight */
+        unsigned depth_max; /* reader slots: the tuner's bound, or the fixed depth */
 
         Retry *retries;
         size_t n_retries;
@@ -123,6 +126,10 @@ static int load_state(Hydrator *h, const char *key) {
         return 0;
 }
 
+static uint64_t request_bytes(const Hydrator *h) {
+        return h->chunks_per_request * h->state->map->chunk_size;
+}
+
 int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const char *key,
                  int state_dir_fd, const HydrateSettings *settings) {
         _cleanup_(hydrator_freep) Hydrator *h = NULL;
@@ -142,6 +149,18 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
                 return r;
         /* Reads cover whole chunks: BlockSize rounded to a multiple of the state's chunk size. */
         h->chunks_per_request = MAX(UINT64_C(1), settings->block_size / h->state->map->chunk_size);
+        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO) {
+                uint64_t inflight = MAX(h->state->size / 1000 * HYDRATOR_AUTO_INFLIGHT_PERMILLE,
+                                        HYDRATOR_AUTO_INFLIGHT_MIN);
+
+                h->depth_max = tuner_bound(inflight, request_bytes(h), HYDRATOR_AUTO_DEPTH_MIN,
+                                           HYDRATOR_AUTO_DEPTH_MAX);
+                tuner_init(&h->tuner, HYDRATOR_AUTO_DEPTH_MIN, HYDRATOR_AUTO_DEPTH_START,
+                           h->depth_max, now_usec());
+        } else {
+                h->depth_max = settings->queue_depth;
+                tuner_fixed(&h->tuner, settings->queue_depth, now_usec());
+        }
         *ret = TAKE_PTR(h);
         return 0;
 }
@@ -209,6 +228,10 @@ static void finish(Hydrator *h, HydratorPhase phase, int error) {
                 h->error = r;
         }
         progress_sample(&h->progress, now_usec(), chunkmap_done_bytes(h->state->map));
+        if (!h->tuner.fixed && h->run_bytes > 0)
+                log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
+                         h->state->key, h->tuner.depth, h->tuner.changes,
+                         h->tuner.latency_usec / 1000.0);
         if (h->finished)
                 h->finished(h, h->userdata);
 }
@@ -295,8 +318,9 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
         log_debug_errno(error, "%s: read at byte %" PRIu64 " failed (%m), retrying", h->dev->path,
                         req->offset);
         for (uint64_t c = first; c < first + count && r >= 0; c++)
-                r = add_retry(h, &(ReadRequest){chunkmap_offset(m, c),
-                                                chunkmap_range_bytes(m, c, 1), req->attempt + 1});
+                r = add_retry(h, &(ReadRequest){.offset = chunkmap_offset(m, c),
+                                                .length = chunkmap_range_bytes(m, c, 1),
+                                                .attempt = req->attempt + 1});
         if (r < 0)
                 return finish(h, HYDRATOR_FAILED,
                               log_error_errno(r, "Failed to queue a retry: %m"));
@@ -324,6 +348,13 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
         if (error < 0)
                 handle_failure(h, req, error);
         else {
+                uint64_t now = now_usec();
+
+                tuner_complete(&h->tuner, req->length, now - req->submit_usec, now);
+                if (tuner_update(&h->tuner, now))
+                        log_debug("%s: queue depth %u (%s), mean latency %.1f ms", h->state->key,
+                                  h->tuner.depth, tuner_mode_to_string(h->tuner.mode),
+                                  h->tuner.latency_usec / 1000.0);
                 h->failures_in_a_row = 0;
                 chunkmap_mark_done(m, req->offset / m->chunk_size,
                                    DIV_ROUND_UP(req->length, m->chunk_size));
@@ -370,6 +401,7 @@ static bool submit_due_retries(Hydrator *h) {
                         i++;
                         continue;
                 }
+                t->req.submit_usec = now;
                 if (reader_submit(h->reader, &t->req) == -EBUSY)
                         return false;
                 *t = h->retries[--h->n_retries];
@@ -387,7 +419,9 @@ static bool plan_next(Hydrator *h) {
                 h->cursor = m->n_chunks;
                 return false;
         }
-        req = (ReadRequest){chunkmap_offset(m, first), chunkmap_range_bytes(m, first, count), 0};
+        req = (ReadRequest){.offset = chunkmap_offset(m, first),
+                            .length = chunkmap_range_bytes(m, first, count),
+                            .submit_usec = now_usec()};
         if (!rate_allows(h, req.length))
                 return false;
         if (reader_submit(h->reader, &req) < 0)
@@ -408,9 +442,13 @@ static void fill(Hydrator *h) {
         if (h->phase != HYDRATOR_HYDRATING || h->paused)
                 return;
         if (submit_due_retries(h))
-                while (h->phase == HYDRATOR_HYDRATING &&
-                       reader_busy(h->reader) < reader_depth(h->reader) && plan_next(h))
+                while (h->phase == HYDRATOR_HYDRATING && reader_busy(h->reader) < h->tuner.depth &&
+                       plan_next(h))
                         ;
+        /* Fewer reads in flight than the tuner asked for, for reasons of ours (rate limit, the
+         * plan ran out, retries waiting): what the device delivers now says nothing. */
+        if (reader_busy(h->reader) < h->tuner.depth)
+                tuner_taint(&h->tuner, now_usec());
         reader_flush(h->reader);
         check_finished(h);
 }
@@ -450,13 +488,12 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         uint64_t now = now_usec();
         int r;
 
-        r = reader_new(&h->reader, h->event, d->fd, h->settings.queue_depth,
-                       h->chunks_per_request * h->state->map->chunk_size, d->logical_block_size,
-                       on_read_complete, h);
+        r = reader_new(&h->reader, h->event, d->fd, h->depth_max, request_bytes(h),
+                       d->logical_block_size, on_read_complete, h);
         if (r < 0)
                 return log_error_errno(
                         r, "Failed to set up asynchronous I/O for %s (queue depth %u): %m", d->path,
-                        h->settings.queue_depth);
+                        h->depth_max);
         r = add_timer(h, &h->retry_timer, UINT64_MAX, on_wakeup);
         if (r >= 0)
                 r = add_timer(h, &h->rate_timer, UINT64_MAX, on_wakeup);
@@ -475,6 +512,8 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
         progress_init(&h->progress, now, h->checkpoint_done_bytes);
         h->cursor = 0;
+        if (!h->tuner.fixed)
+                tuner_init(&h->tuner, h->tuner.min, HYDRATOR_AUTO_DEPTH_START, h->tuner.max, now);
         fill(h);
         return 0;
 }
@@ -534,6 +573,11 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .run_usec = h->run_start_usec > 0 ? now_usec() - h->run_start_usec : 0,
                 .paused = h->paused,
                 .rate_limit = h->settings.rate_limit,
+                .request_bytes = request_bytes(h),
+                .depth = h->tuner.depth,
+                .depth_min = h->tuner.min,
+                .depth_max = h->tuner.max,
+                .depth_changes = h->tuner.changes,
                 .n_bad = h->state->n_bad,
                 .bad = h->state->bad,
                 .error = h->error,

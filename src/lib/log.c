@@ -29,10 +29,32 @@ static int stderr_is_journal(void) {
         return st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
 }
 
+static int parse_level(const char *s) {
+        static const char *const names[] = {"emerg",   "alert",  "crit", "err",
+                                            "warning", "notice", "info", "debug"};
+
+        for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+                if (strcmp(s, names[i]) == 0)
+                        return i;
+        return -1;
+}
+
 void log_setup(const char *program) {
+        const char *e = getenv("EBS_HYDRATE_LOG_LEVEL");
+
         if (program)
                 log_program = program;
         log_to_journal = stderr_is_journal();
+        if (e && *e) {
+                int level = parse_level(e);
+
+                if (level >= 0)
+                        log_max_level = level;
+                else
+                        log_warning("Ignoring EBS_HYDRATE_LOG_LEVEL=%s: expected one of emerg, "
+                                    "alert, crit, err, warning, notice, info, debug",
+                                    e);
+        }
 }
 
 static bool journal_wanted(void) {

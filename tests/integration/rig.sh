@@ -40,9 +40,11 @@ case_cold_complete() {
 
 case_cold_resume_after_kill() {
     local dev total out after size base
-    # 1 GiB: reads in flight at the moment of the kill (queue depth x read size) are read again,
-    # and must stay small next to the volume.
-    dev=$("$RIG" up "$NAME" --profile seed --size 1G)
+    # What a kill costs is read again after the restart: what completed after the last
+    # checkpoint (at most 0.5% of the volume) and what was in flight (QueueDepth=auto keeps at
+    # most 1% of a volume in flight, at least 16 MiB). On 2 GiB that is at most 1.5%: the
+    # target is "at most 2% read twice".
+    dev=$("$RIG" up "$NAME" --profile seed --size 2G)
     size=$(blockdev --getsize64 "$dev")
     total=$(device_sectors "$dev")
     base=$(sectors_read "$dev") # counters survive re-attaching a loop number: use deltas
@@ -53,7 +55,7 @@ case_cold_resume_after_kill() {
     after=$(($(sectors_read "$dev") - base))
     echo "$out"
     echo "read over both runs: $((after * 1000 / total / 10)).$((after * 1000 / total % 10))% of the device"
-    assert_le "$after" $((total * 110 / 100)) "sectors read over both runs"
+    assert_le "$after" $((total * 102 / 100)) "sectors read over both runs"
     assert_eq "$(hydrated_bytes)" "$size" "bytes in the overlay after the resumed run"
 }
 

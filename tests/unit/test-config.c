@@ -587,7 +587,7 @@ static void test_config_error_bad_value(void **state) {
         write_file(f, ETC "/hydrate.conf.d/20-bs.conf", "[Hydrate]\nQueueDepth=2000\n");
         assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/20-bs.conf",
                           ":2: invalid value '2000' for QueueDepth= "
-                          "(expected an integer from 1 to 1024)");
+                          "(expected auto or an integer from 1 to 1024)");
 }
 
 static void test_config_error_missing_equals(void **state) {
@@ -687,7 +687,7 @@ static void test_config_error_keeps_earlier_files_out(void **state) {
         write_file(f, ETC "/hydrate.conf.d/20-bad.conf", "[Hydrate]\nQueueDepth=x\n");
         assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/20-bad.conf",
                           ":2: invalid value 'x' for QueueDepth= "
-                          "(expected an integer from 1 to 1024)");
+                          "(expected auto or an integer from 1 to 1024)");
 }
 
 static void test_config_error_dropin_is_directory(void **state) {
@@ -791,6 +791,11 @@ static void test_config_value_parsers_shared_with_cli(void **state) {
         assert_int_equal(hydrate_parse_queue_depth("0", &qd), -EINVAL);
         assert_int_equal(hydrate_parse_queue_depth("1025", &qd), -EINVAL);
         assert_int_equal(qd, 64); /* untouched on error */
+        assert_int_equal(hydrate_parse_queue_depth("auto", &qd), 0);
+        assert_int_equal(qd, HYDRATE_QUEUE_DEPTH_AUTO);
+        assert_int_equal(HYDRATE_DEFAULT_QUEUE_DEPTH, HYDRATE_QUEUE_DEPTH_AUTO);
+        assert_int_equal(hydrate_parse_queue_depth("Auto", &qd), -EINVAL); /* values are exact */
+        assert_int_equal(hydrate_parse_queue_depth("auto ", &qd), -EINVAL);
 
         assert_int_equal(hydrate_parse_block_size("512K", &v), 0);
         assert_int_equal(v, 512 * 1024);

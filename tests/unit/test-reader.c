@@ -123,7 +123,7 @@ static int teardown(void **state) {
 
 static void feed(Fixture *f) {
         while (f->next < f->limit) {
-                ReadRequest req = {(uint64_t)f->next * CHUNK, CHUNK, 0};
+                ReadRequest req = {(uint64_t)f->next * CHUNK, CHUNK, 0, 0};
 
                 if (reader_submit(f->reader, &req) == -EBUSY)
                         break;
@@ -210,13 +210,13 @@ static void test_reader_eintr_is_resubmitted(void **state) {
 static void test_reader_rejects_misaligned_and_full(void **state) {
         Fixture *f = *state;
 
-        assert_int_equal(reader_submit(f->reader, &(ReadRequest){512, 4096, 0}), -EINVAL);
-        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 1000, 0}), -EINVAL);
-        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 2 * CHUNK, 0}), -EINVAL);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){512, 4096, 0, 0}), -EINVAL);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 1000, 0, 0}), -EINVAL);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 2 * CHUNK, 0, 0}), -EINVAL);
         for (unsigned i = 0; i < reader_depth(f->reader); i++)
                 assert_int_equal(
-                        reader_submit(f->reader, &(ReadRequest){(uint64_t)i * CHUNK, CHUNK, 0}), 0);
-        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, CHUNK, 0}), -EBUSY);
+                        reader_submit(f->reader, &(ReadRequest){(uint64_t)i * CHUNK, CHUNK, 0, 0}), 0);
+        assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, CHUNK, 0, 0}), -EBUSY);
         f->next = f->limit = reader_depth(f->reader);
         reader_flush(f->reader);
         assert_int_equal(sd_event_loop(f->event), 0);
