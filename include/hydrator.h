@@ -19,12 +19,13 @@
 #define HYDRATOR_CHECKPOINT_MIN_GAP_USEC (20 * UINT64_C(1000))
 #define HYDRATOR_CHECKPOINT_PERMILLE 5 /* also checkpoint after each 0.5% of the volume */
 /*
- * QueueDepth=auto: the tuner starts at 16 reads and may go from 4 up to 256, but never keeps
+ * QueueDepth=auto: the tuner starts at 32 reads and may go from 4 up to 256, but never keeps
  * more than 1% of the volume (at least 16 MiB) in flight: what is in flight when the daemon is
  * killed is read again after the restart, so a crash costs at most about 1.5% of the volume
  * (that and one checkpoint step).
  */
-#define HYDRATOR_AUTO_DEPTH_START 16u
+#define HYDRATOR_AUTO_DEPTH_START 32u /* what AWS's fio command uses: never worse from the start \
+                                       */
 #define HYDRATOR_AUTO_DEPTH_MIN 4u
 #define HYDRATOR_AUTO_DEPTH_MAX 256u
 #define HYDRATOR_AUTO_INFLIGHT_PERMILLE 10

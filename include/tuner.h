@@ -10,10 +10,10 @@
  * The tuner climbs the hill in epochs. Each epoch first lets the reads already in flight drain
  * (one mean latency), then measures throughput over a window of a few latencies and at least one
  * full turn of the queue:
- *   STARTUP  depth x 1.5 per epoch while throughput grows by at least half as much as the depth
- *            did; then CRUISE at the knee the last step crossed (below the knee throughput is
- *            proportional to depth: the knee is where the last paying depth's line meets the
- *            throughput just measured).
+ *   STARTUP  depth x 1.5 per epoch while throughput grows with it (by more than
+ *            TUNER_GROWTH_MIN, more than noise); then CRUISE at the knee the last step crossed
+ *            (below the knee throughput is proportional to depth: the knee is where the last
+ *            paying depth's line meets the throughput just measured).
  *   CRUISE   hold for TUNER_CRUISE_EPOCHS, then probe, alternately (down first)
  *   PROBE_UP    depth x 1.25: paid (the same test) -> STARTUP again; did not -> the knee, CRUISE;
  *   PROBE_DOWN  depth x 0.8: throughput within TUNER_DOWN_TOLERANCE of the last cruise ->
@@ -36,7 +36,8 @@
 #define TUNER_PROBE_UP_DEN 4
 #define TUNER_PROBE_DOWN_NUM 4 /* x 4/5 */
 #define TUNER_PROBE_DOWN_DEN 5
-#define TUNER_DOWN_TOLERANCE 0.95 /* a smaller depth may cost up to 5% and still be kept */
+#define TUNER_GROWTH_MIN 0.04     /* a step up pays when throughput grows by 4% or more */
+#define TUNER_DOWN_TOLERANCE 0.98 /* a smaller depth may cost up to 2% and still be kept */
 #define TUNER_CRUISE_EPOCHS 8
 #define TUNER_WINDOW_MIN_USEC (200 * UINT64_C(1000))
 #define TUNER_WINDOW_LATENCIES 3                      /* measure over at least 3 mean latencies */

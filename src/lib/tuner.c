@@ -74,11 +74,9 @@ static bool set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
         return changed;
 }
 
-/* Did going from base to the current depth pay: at least half the proportional gain? */
+/* Did going from base to the current depth pay: more throughput than noise could explain? */
 static bool growth_paid(const DepthTuner *t, double rate) {
-        double depth_gain = (double)t->depth / (double)t->base_depth - 1.0;
-
-        return rate >= t->base_rate * (1.0 + depth_gain / 2.0);
+        return rate >= t->base_rate * (1.0 + TUNER_GROWTH_MIN);
 }
 
 /*
