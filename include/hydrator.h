@@ -24,8 +24,9 @@
  * killed is read again after the restart, so a crash costs at most about 1.5% of the volume
  * (that and one checkpoint step).
  */
-#define HYDRATOR_AUTO_DEPTH_START 32u /* what AWS's fio command uses: never worse from the start \
-                                       */
+#define HYDRATOR_AUTO_DEPTH_START                                      \
+        32u /* what AWS's fio command uses: never worse from the start \
+             */
 #define HYDRATOR_AUTO_DEPTH_MIN 4u
 #define HYDRATOR_AUTO_DEPTH_MAX 256u
 #define HYDRATOR_AUTO_INFLIGHT_PERMILLE 10
@@ -62,6 +63,8 @@ typedef struct HydratorStatus {
         unsigned depth;                /* reads kept in flight now */
         unsigned depth_min, depth_max; /* its bounds (equal to it unless auto) */
         unsigned depth_changes;        /* times QueueDepth=auto changed it */
+        bool depth_auto;               /* QueueDepth=auto */
+        uint64_t latency_usec;         /* mean read latency (weighted to recent reads) */
         size_t n_bad;                  /* unreadable ranges recorded */
         const ByteRange *bad;
         int error; /* negative errno when FAILED */

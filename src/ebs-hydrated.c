@@ -511,6 +511,9 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         clear_bar(run);
         print_summary(run);
         hydrator_get_status(run->hydrator, &st);
+        if (st.depth_auto && st.run_bytes > 0)
+                log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
+                         key, st.depth, st.depth_changes, (double)st.latency_usec / 1000.0);
         log_outcome(run, &st);
         return exit_code_for(&st);
 }

@@ -228,10 +228,6 @@ static void finish(Hydrator *h, HydratorPhase phase, int error) {
                 h->error = r;
         }
         progress_sample(&h->progress, now_usec(), chunkmap_done_bytes(h->state->map));
-        if (!h->tuner.fixed && h->run_bytes > 0)
-                log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
-                         h->state->key, h->tuner.depth, h->tuner.changes,
-                         h->tuner.latency_usec / 1000.0);
         if (h->finished)
                 h->finished(h, h->userdata);
 }
@@ -578,6 +574,8 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .depth_min = h->tuner.min,
                 .depth_max = h->tuner.max,
                 .depth_changes = h->tuner.changes,
+                .depth_auto = !h->tuner.fixed,
+                .latency_usec = (uint64_t)h->tuner.latency_usec,
                 .n_bad = h->state->n_bad,
                 .bad = h->state->bad,
                 .error = h->error,
