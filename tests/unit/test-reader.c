@@ -215,7 +215,8 @@ static void test_reader_rejects_misaligned_and_full(void **state) {
         assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, 2 * CHUNK, 0, 0}), -EINVAL);
         for (unsigned i = 0; i < reader_depth(f->reader); i++)
                 assert_int_equal(
-                        reader_submit(f->reader, &(ReadRequest){(uint64_t)i * CHUNK, CHUNK, 0, 0}), 0);
+                        reader_submit(f->reader, &(ReadRequest){(uint64_t)i * CHUNK, CHUNK, 0, 0}),
+                        0);
         assert_int_equal(reader_submit(f->reader, &(ReadRequest){0, CHUNK, 0, 0}), -EBUSY);
         f->next = f->limit = reader_depth(f->reader);
         reader_flush(f->reader);
