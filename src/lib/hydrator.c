@@ -435,8 +435,12 @@ static void check_finished(Hydrator *h) {
 }
 
 static void fill(Hydrator *h) {
-        if (h->phase != HYDRATOR_HYDRATING || h->paused)
+        if (h->phase != HYDRATOR_HYDRATING)
                 return;
+        if (h->paused) { /* the reads still in flight drain: nothing to learn from that */
+                tuner_taint(&h->tuner, now_usec());
+                return;
+        }
         if (submit_due_retries(h))
                 while (h->phase == HYDRATOR_HYDRATING && reader_busy(h->reader) < h->tuner.depth &&
                        plan_next(h))
