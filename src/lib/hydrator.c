@@ -37,9 +37,8 @@ struct Hydrator {
 
         unsigned failures_in_a_row;
         uint64_t chunks_per_request;
-        uint64_t cursor;    /* next chunk to plan */
-        DepthTuner tuner;   /* how many reads to keep in flight */
-        unsigned depth_max; /* reader slots: the tuner's bound, or the fixed depth */
+        uint64_t cursor;  /* next chunk to plan */
+        DepthTuner tuner; /* how many reads to keep in flight; tuner.max = reader slots */
 
         Retry *retries;
         size_t n_retries;
@@ -153,12 +152,11 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
                 uint64_t inflight = MAX(h->state->size / 1000 * HYDRATOR_AUTO_INFLIGHT_PERMILLE,
                                         HYDRATOR_AUTO_INFLIGHT_MIN);
 
-                h->depth_max = tuner_bound(inflight, request_bytes(h), HYDRATOR_AUTO_DEPTH_MIN,
-                                           HYDRATOR_AUTO_DEPTH_MAX);
                 tuner_init(&h->tuner, HYDRATOR_AUTO_DEPTH_MIN, HYDRATOR_AUTO_DEPTH_START,
-                           h->depth_max, now_usec());
+                           tuner_bound(inflight, request_bytes(h), HYDRATOR_AUTO_DEPTH_MIN,
+                                       HYDRATOR_AUTO_DEPTH_MAX),
+                           now_usec());
         } else {
-                h->depth_max = settings->queue_depth;
                 tuner_fixed(&h->tuner, settings->queue_depth, now_usec());
         }
         *ret = TAKE_PTR(h);
@@ -488,12 +486,12 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         uint64_t now = now_usec();
         int r;
 
-        r = reader_new(&h->reader, h->event, d->fd, h->depth_max, request_bytes(h),
+        r = reader_new(&h->reader, h->event, d->fd, h->tuner.max, request_bytes(h),
                        d->logical_block_size, on_read_complete, h);
         if (r < 0)
                 return log_error_errno(
                         r, "Failed to set up asynchronous I/O for %s (queue depth %u): %m", d->path,
-                        h->depth_max);
+                        h->tuner.max);
         r = add_timer(h, &h->retry_timer, UINT64_MAX, on_wakeup);
         if (r >= 0)
                 r = add_timer(h, &h->rate_timer, UINT64_MAX, on_wakeup);

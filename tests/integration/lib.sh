@@ -56,6 +56,11 @@ assert_contains() {
     grep -qF -- "$2" <<<"$1" || fail "$3: output does not contain '$2': $1"
 }
 
+# assert_not_contains TEXT NEEDLE WHAT
+assert_not_contains() {
+    ! grep -qF -- "$2" <<<"$1" || fail "$3: output contains '$2': $1"
+}
+
 # assert_le A B WHAT: integer A <= B
 assert_le() {
     [ "$1" -le "$2" ] || fail "$3: $1 > $2"

@@ -250,6 +250,16 @@ case_bad_usage() {
     out=$(expect_exit 2 "bad config" hydrate --state-key=x "$dev")
     assert_contains "$out" "$CONF/hydrate.conf:2:" "bad config names file and line"
     rm "$CONF/hydrate.conf"
+    # An unknown log level is said and ignored; --queue-depth=auto is the default, spelled out.
+    out=$(EBS_HYDRATE_LOG_LEVEL=loud expect_exit 0 "unknown log level" hydrate --state-key=ll \
+        --queue-depth=auto "$dev")
+    assert_contains "$out" "Ignoring EBS_HYDRATE_LOG_LEVEL=loud" "unknown log level"
+    assert_contains "$out" "queue depth auto (4 to 16)" "--queue-depth=auto (16 MiB floor)"
+    # err hides the info lines.
+    out=$(EBS_HYDRATE_LOG_LEVEL=err expect_exit 0 "log level err" hydrate --state-key=ll2 "$dev")
+    assert_not_contains "$out" "Hydrating" "EBS_HYDRATE_LOG_LEVEL=err"
+    out=$(expect_exit 2 "bad --queue-depth" hydrate --queue-depth=Auto "$dev")
+    assert_contains "$out" "expected auto or an integer from 1 to 1024" "bad --queue-depth"
     out=$(expect_exit 0 "--help" "$DAEMON" --help)
     assert_contains "$out" "Usage: ebs-hydrated" "help"
     out=$(expect_exit 0 "--version" "$DAEMON" --version)
