@@ -77,10 +77,15 @@ typedef struct IdentityProperties {
 int identity_from_properties(const char *kernel_name, const IdentityProperties *p,
                              DeviceIdentity *ret);
 
+/* Longest sysfs attribute read (the kernel's PAGE_SIZE limit); longer is an error, never cut. */
+#define IDENTITY_SYSFS_ATTR_MAX 4096
+
 /*
  * identity_from_sysfs() - read <sysfs_root>/class/block/<kernel_name>/device/{model,serial}
  * (and wwid). @sysfs_root is "/sys" in production, a temporary tree in tests.
- * Returns 0, or -ENOENT if the device does not exist there.
+ * Returns 0; -ENOENT if the device does not exist there; -EFBIG if an attribute is longer than
+ * IDENTITY_SYSFS_ATTR_MAX bytes and -EBADMSG if one holds a NUL byte (a cut or NUL-ended value
+ * could pass for another device's).
  */
 int identity_from_sysfs(const char *sysfs_root, const char *kernel_name, DeviceIdentity *ret);
 

@@ -16,7 +16,8 @@
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-#define DIV_ROUND_UP(a, b) (((a) + (b)-1) / (b))
+/* Without (a + b - 1), which wraps for a near the type's maximum. Unsigned operands only. */
+#define DIV_ROUND_UP(a, b) ((a) / (b) + ((a) % (b) != 0))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CLAMP(x, lo, hi) MIN(MAX((x), (lo)), (hi))

@@ -97,6 +97,14 @@ static int identify_by_sysfs(int fd, const char *path) {
         if (r < 0 && r != -EISDIR) /* a partition has a name too; udev only asks for disks */
                 return log_error_errno(r, "Failed to resolve kernel name of %s: %m", path);
         r = identity_from_sysfs(root, kernel_name, &id);
+        if (r == -EFBIG)
+                return log_error_errno(r,
+                                       "A sysfs identity attribute of %s is longer than %d bytes, "
+                                       "refusing to truncate it",
+                                       kernel_name, IDENTITY_SYSFS_ATTR_MAX);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "A sysfs identity attribute of %s holds a NUL byte",
+                                       kernel_name);
         if (r < 0)
                 return log_error_errno(r, "Failed to read sysfs identity of %s: %m", kernel_name);
         if (!id.is_ebs)

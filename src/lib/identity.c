@@ -17,7 +17,6 @@
 #include "identity.h"
 #include "util.h"
 
-#define SYSFS_ATTR_MAX 4096
 #define KERNEL_NAME_MAX sizeof(((DeviceIdentity *)NULL)->kernel_name)
 
 static void udev_unrefp(struct udev **p) {
@@ -106,21 +105,37 @@ int identity_from_properties(const char *kernel_name, const IdentityProperties *
         return 0;
 }
 
-/* Read a sysfs attribute below @dir_fd, without its trailing newline; -ENOENT if absent. */
+/*
+ * Read a sysfs attribute below @dir_fd, without its trailing newlines; -ENOENT if absent. The
+ * value is read whole or not at all: longer than IDENTITY_SYSFS_ATTR_MAX is -EFBIG and a NUL
+ * byte is -EBADMSG, since a model or serial cut short could pass for another device's.
+ */
 static int read_attr(int dir_fd, const char *name, char **ret) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
-        ssize_t n;
+        size_t n = 0;
 
         fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
-        buf = malloc(SYSFS_ATTR_MAX + 1);
+        buf = malloc(IDENTITY_SYSFS_ATTR_MAX + 1);
         if (!buf)
                 return -ENOMEM;
-        n = read(fd, buf, SYSFS_ATTR_MAX);
-        if (n < 0)
-                return -errno;
+        while (n <= IDENTITY_SYSFS_ATTR_MAX) { /* one byte more than allowed tells it is too long */
+                ssize_t k = read(fd, buf + n, IDENTITY_SYSFS_ATTR_MAX + 1 - n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+        }
+        if (n > IDENTITY_SYSFS_ATTR_MAX)
+                return -EFBIG;
+        if (memchr(buf, '\0', n))
+                return -EBADMSG;
         while (n > 0 && buf[n - 1] == '\n')
                 n--;
         buf[n] = '\0';
@@ -158,7 +173,9 @@ static int open_sysfs_device(const char *sysfs_root, const char *kernel_name) {
  * Reads <root>/class/block/<kernel_name>/device/{model,serial} and the namespace's wwid (falling
  * back to device/wwid, where SCSI keeps it). Any of them may be missing (loop devices have none).
  *
- * Return: 0, -ENOENT if the device does not exist under @sysfs_root, or another negative errno.
+ * Return: 0, -ENOENT if the device does not exist under @sysfs_root, -EFBIG if an attribute is
+ * longer than IDENTITY_SYSFS_ATTR_MAX bytes, -EBADMSG if one holds a NUL byte, or another
+ * negative errno.
  */
 int identity_from_sysfs(const char *sysfs_root, const char *kernel_name, DeviceIdentity *ret) {
         _cleanup_free_ char *model = NULL, *serial = NULL, *wwid = NULL;

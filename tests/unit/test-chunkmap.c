@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "chunkmap.h"
+#include "util.h"
 
 #define K UINT64_C(1024)
 #define M (K * K)
@@ -31,6 +32,17 @@ static void test_chunkmap_size_for(void **state) {
         assert_int_equal(chunk_size_for(UINT64_C(8) << 40), 512 * K);
         assert_int_equal(chunk_size_for(UINT64_C(16) << 40), 1 * M);
         assert_int_equal(chunk_size_for(UINT64_C(64) << 40), 4 * M);
+}
+
+/* Rounding up must not wrap near UINT64_MAX as (a + b - 1) / b does: a state file once decoded
+ * as a 16 EiB device of zero chunks, complete (tests/fuzz/corpus/state/regress-size-wraps). */
+static void test_chunkmap_div_round_up_no_overflow(void **state) {
+        assert_true(DIV_ROUND_UP(UINT64_MAX, UINT64_C(1) << 30) == UINT64_C(1) << 34);
+        assert_true(DIV_ROUND_UP(UINT64_MAX - (UINT64_C(1) << 29), UINT64_C(1) << 30) ==
+                    UINT64_C(1) << 34);
+        assert_true(DIV_ROUND_UP(UINT64_C(0), 8u) == 0);
+        assert_true(DIV_ROUND_UP(UINT64_C(9), 8u) == 2);
+        assert_int_equal(chunk_size_for(UINT64_MAX), CHUNK_SIZE_MAX);
 }
 
 static void test_chunkmap_rejects_bad_geometry(void **state) {
@@ -133,6 +145,7 @@ static void test_chunkmap_bitmap_roundtrip(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_chunkmap_size_for),
+                cmocka_unit_test(test_chunkmap_div_round_up_no_overflow),
                 cmocka_unit_test(test_chunkmap_rejects_bad_geometry),
                 cmocka_unit_test_setup_teardown(test_chunkmap_short_last_chunk, setup_map,
                                                 teardown_map),

@@ -37,6 +37,18 @@ static void write_file(const char *root, const char *rel, const char *content) {
         assert_int_equal(fclose(f), 0);
 }
 
+/* Like write_file(), for contents with NUL bytes in them. */
+static void write_bytes(const char *root, const char *rel, const void *content, size_t size) {
+        char path[512];
+        FILE *f;
+
+        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fwrite(content, 1, size, f), size);
+        assert_int_equal(fclose(f), 0);
+}
+
 static void make_dirs(const char *root, const char *rel) {
         char path[512];
 
@@ -303,6 +315,55 @@ static void test_identity_sysfs_missing(void **state) {
         assert_int_equal(identity_from_sysfs("", "nvme91n1", &id), -EINVAL);
 }
 
+/* The EBS model padded with spaces to @size bytes, then @tail. */
+static char *padded_model(size_t size, const char *tail) {
+        char *model = malloc(size + strlen(tail) + 1);
+
+        assert_non_null(model);
+        memset(model, ' ', size);
+        memcpy(model, EBS_MODEL, strlen(EBS_MODEL));
+        strcpy(model + size, tail);
+        return model;
+}
+
+static void test_identity_sysfs_attr_too_long(void **state) {
+        Fixture *f = *state;
+        DeviceIdentity id;
+        char *model;
+
+        make_dirs(f->root, "class/block/nvme94n1/device");
+        write_file(f->root, "class/block/nvme94n1/device/serial", "vol0123456789abcdef0\n");
+
+        /* The longest attribute sysfs can show is read whole. */
+        model = padded_model(IDENTITY_SYSFS_ATTR_MAX - 1, "\n");
+        write_file(f->root, "class/block/nvme94n1/device/model", model);
+        free(model);
+        assert_int_equal(identity_from_sysfs(f->root, "nvme94n1", &id), 0);
+        assert_true(id.is_ebs);
+
+        /* One byte more: cut at the limit it would read as the EBS model; it is an error. */
+        model = padded_model(IDENTITY_SYSFS_ATTR_MAX, "X\n");
+        write_file(f->root, "class/block/nvme94n1/device/model", model);
+        free(model);
+        assert_int_equal(identity_from_sysfs(f->root, "nvme94n1", &id), -EFBIG);
+}
+
+static void test_identity_sysfs_attr_nul(void **state) {
+        static const char model[] = EBS_MODEL "\0QEMU NVMe Ctrl\n";
+        static const char serial[] = "vol0123456789abcdef0\0\n";
+        Fixture *f = *state;
+        DeviceIdentity id;
+
+        make_dirs(f->root, "class/block/nvme95n1/device");
+        write_file(f->root, "class/block/nvme95n1/device/serial", "vol0123456789abcdef0\n");
+        write_bytes(f->root, "class/block/nvme95n1/device/model", model, sizeof(model) - 1);
+        assert_int_equal(identity_from_sysfs(f->root, "nvme95n1", &id), -EBADMSG);
+
+        write_file(f->root, "class/block/nvme95n1/device/model", EBS_MODEL_PADDED "\n");
+        write_bytes(f->root, "class/block/nvme95n1/device/serial", serial, sizeof(serial) - 1);
+        assert_int_equal(identity_from_sysfs(f->root, "nvme95n1", &id), -EBADMSG);
+}
+
 static void test_identity_udev_unknown(void **state) {
         DeviceIdentity id;
 
@@ -381,6 +442,8 @@ int main(void) {
                 SYSFS_TEST(test_identity_sysfs_scsi_wwid),
                 SYSFS_TEST(test_identity_sysfs_loop),
                 SYSFS_TEST(test_identity_sysfs_missing),
+                SYSFS_TEST(test_identity_sysfs_attr_too_long),
+                SYSFS_TEST(test_identity_sysfs_attr_nul),
                 cmocka_unit_test(test_identity_udev_unknown),
                 SYSFS_TEST(test_identity_resolve_falls_back),
                 cmocka_unit_test(test_identity_state_key_volume_id),
