@@ -2,8 +2,9 @@
 /*
  * State codec and persistence: round trip, every kind of damage (truncation, bit flips,
  * version, inconsistent fields), identity mismatch, bad-range merging, atomic save and
- * setting a damaged file aside.
+ * setting a damaged file aside; file modes, and links or FIFOs planted under the state's names.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -270,15 +271,125 @@ static void test_state_save_load(void **state) {
         assert_int_equal(access(path, F_OK), -1);
 }
 
+/* A file outside the state's names that a planted symlink points at; it must never change. */
+static void make_victim(const Fixture *f, char *path, size_t size) {
+        int fd;
+
+        snprintf(path, size, "%s/victim", f->dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        assert_true(fd >= 0);
+        /* A valid state image: were the link followed, loading it would succeed. */
+        assert_int_equal(write(fd, f->buf, f->size), (ssize_t)f->size);
+        close(fd);
+}
+
+static void assert_victim_intact(const Fixture *f, const char *path) {
+        uint8_t buf[4096];
+        struct stat st;
+        int fd;
+
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644);
+        assert_int_equal(st.st_size, f->size);
+        fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_true(f->size <= sizeof(buf));
+        assert_int_equal(read(fd, buf, sizeof(buf)), (ssize_t)f->size);
+        close(fd);
+        assert_memory_equal(buf, f->buf, f->size);
+}
+
+static void plant_link(const Fixture *f, const char *target, const char *name) {
+        char path[256];
+
+        snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+        assert_int_equal(symlink(target, path), 0);
+}
+
 static void test_state_load_refuses_symlink(void **state) {
+        Fixture *f = *state;
+        HydrateState *d = NULL;
+        char victim[128];
+
+        make_victim(f, victim, sizeof(victim));
+        plant_link(f, victim, "vol-0123456789abcdef0.state");
+        assert_int_equal(state_load(f->dir_fd, "vol-0123456789abcdef0", &d), -ELOOP);
+        assert_null(d);
+        assert_victim_intact(f, victim);
+}
+
+/* A FIFO in place of the state or the lock is refused at once, not waited on for a writer. */
+static void test_state_refuses_fifo(void **state) {
         Fixture *f = *state;
         HydrateState *d = NULL;
         char path[128];
 
-        snprintf(path, sizeof(path), "%s/vol-12345678.state", f->dir);
-        assert_int_equal(symlink("/etc/passwd", path), 0);
-        assert_int_equal(state_load(f->dir_fd, "vol-12345678", &d), -EBADMSG);
+        alarm(10); /* a hang is a failure, not a stuck test */
+        snprintf(path, sizeof(path), "%s/vol-1.state", f->dir);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_int_equal(state_load(f->dir_fd, "vol-1", &d), -EBADMSG);
         assert_null(d);
+        snprintf(path, sizeof(path), "%s/vol-1.lock", f->dir);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_int_equal(state_lock(f->dir_fd, "vol-1"), -ELOOP);
+        alarm(0);
+}
+
+/*
+ * Saving over planted links: the temporary name and the state's name are replaced as names
+ * (unlink, O_EXCL create, rename), so the links' target never changes, and the new file is 0600
+ * whatever the umask.
+ */
+static void test_state_save_replaces_symlinks(void **state) {
+        Fixture *f = *state;
+        HydrateState *d = NULL;
+        char victim[128], path[256];
+        struct stat st;
+        mode_t old_umask = umask(0);
+
+        make_victim(f, victim, sizeof(victim));
+        plant_link(f, victim, "vol-0123456789abcdef0.state");
+        plant_link(f, victim, ".vol-0123456789abcdef0.state.tmp");
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        umask(old_umask);
+        assert_victim_intact(f, victim);
+        snprintf(path, sizeof(path), "%s/vol-0123456789abcdef0.state", f->dir);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_mode & 0777, 0600);
+        snprintf(path, sizeof(path), "%s/.vol-0123456789abcdef0.state.tmp", f->dir);
+        assert_int_equal(lstat(path, &st), -1);
+        assert_int_equal(state_load(f->dir_fd, "vol-0123456789abcdef0", &d), 0);
+        state_free(d);
+}
+
+/* The lock is created 0600 whatever the umask, and a planted link is neither followed nor
+ * created through, even when it dangles. */
+static void test_state_lock_files(void **state) {
+        Fixture *f = *state;
+        char victim[128], dangling[128], path[256];
+        struct stat st;
+        mode_t old_umask = umask(0);
+        int fd;
+
+        fd = state_lock(f->dir_fd, "vol-1");
+        umask(old_umask);
+        assert_true(fd >= 0);
+        snprintf(path, sizeof(path), "%s/vol-1.lock", f->dir);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(state_lock(f->dir_fd, "vol-1"), -EBUSY);
+        close(fd);
+
+        make_victim(f, victim, sizeof(victim));
+        plant_link(f, victim, "vol-2.lock");
+        assert_int_equal(state_lock(f->dir_fd, "vol-2"), -ELOOP);
+        assert_victim_intact(f, victim);
+        snprintf(dangling, sizeof(dangling), "%s/created-through-link", f->dir);
+        plant_link(f, dangling, "vol-3.lock");
+        assert_int_equal(state_lock(f->dir_fd, "vol-3"), -ELOOP);
+        assert_int_equal(lstat(dangling, &st), -1);
 }
 
 static void test_state_set_aside(void **state) {
@@ -293,6 +404,139 @@ static void test_state_set_aside(void **state) {
         assert_int_equal(access(path, F_OK), 0);
         assert_int_equal(state_load(f->dir_fd, f->s->key, &d), -ENOENT);
         free(aside);
+}
+
+/*
+ * fsync is wrapped (tests/CMakeLists.txt): once a test sets fsync_mocked, each call takes its
+ * result from will_return(__wrap_fsync, 0 or -errno), so an unexpected extra call (a retry)
+ * fails the test. The file of the call that failed stays open in fsync_failed_fd, which keeps
+ * its inode number from being reused.
+ */
+static bool fsync_mocked;
+static int fsync_failed_fd = -1;
+static unsigned fsync_after_failure; /* successful calls on that same inode since */
+
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+
+static bool same_file(int a, int b) {
+        struct stat sa, sb;
+
+        assert_int_equal(fstat(a, &sa), 0);
+        assert_int_equal(fstat(b, &sb), 0);
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int __wrap_fsync(int fd) {
+        int r;
+
+        if (!fsync_mocked)
+                return __real_fsync(fd);
+        r = mock_type(int);
+        if (r < 0) {
+                if (fsync_failed_fd < 0)
+                        fsync_failed_fd = dup(fd);
+                errno = -r;
+                return -1;
+        }
+        if (fsync_failed_fd >= 0 && same_file(fd, fsync_failed_fd))
+                fsync_after_failure++;
+        return __real_fsync(fd);
+}
+
+static int teardown_fsync(void **state) {
+        fsync_mocked = false;
+        fsync_after_failure = 0;
+        if (fsync_failed_fd >= 0)
+                close(fsync_failed_fd);
+        fsync_failed_fd = -1;
+        return teardown(state);
+}
+
+static void assert_file_is(const Fixture *f, const char *name, const uint8_t *buf, size_t size) {
+        uint8_t *have = NULL;
+        size_t n = 0;
+        char path[256];
+        FILE *fp;
+
+        snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+        fp = fopen(path, "re");
+        assert_non_null(fp);
+        have = malloc(size + 1);
+        n = fread(have, 1, size + 1, fp);
+        fclose(fp);
+        assert_int_equal(n, size);
+        assert_memory_equal(have, buf, size);
+        free(have);
+}
+
+/* The state directory holds exactly the state file: no temporary file left behind. */
+static void assert_only_state_file(const Fixture *f) {
+        DIR *d = opendir(f->dir);
+        struct dirent *e;
+        unsigned n = 0;
+
+        assert_non_null(d);
+        while ((e = readdir(d)))
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                        assert_string_equal(e->d_name, "vol-0123456789abcdef0.state");
+                        n++;
+                }
+        closedir(d);
+        assert_int_equal(n, 1);
+}
+
+/* A save whose fsync fails reports -EIO, leaves the good state in place and no temporary file,
+ * and never retries the fsync; the next save writes and syncs a new file. */
+static void test_state_save_fsync_eio(void **state) {
+        Fixture *f = *state;
+        HydrateState *d = NULL;
+        struct stat before, after, failed;
+
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        assert_int_equal(fstatat(f->dir_fd, "vol-0123456789abcdef0.state", &before, 0), 0);
+        chunkmap_mark_done(f->s->map, 6, 2);
+
+        fsync_mocked = true;
+        will_return(__wrap_fsync, -EIO); /* exactly one call: no retry, no directory fsync */
+        assert_int_equal(state_save(f->dir_fd, f->s), -EIO);
+        assert_true(fsync_failed_fd >= 0);
+        assert_int_equal(fstat(fsync_failed_fd, &failed), 0);
+        assert_int_equal(failed.st_nlink, 0); /* the temporary file is gone, not renamed */
+        assert_file_is(f, "vol-0123456789abcdef0.state", f->buf, f->size);
+        assert_int_equal(fstatat(f->dir_fd, "vol-0123456789abcdef0.state", &after, 0), 0);
+        assert_int_equal(after.st_ino, before.st_ino);
+        assert_only_state_file(f);
+
+        /* The next save: a new file, synced, then the directory; the failed file is never
+         * synced again. */
+        will_return_count(__wrap_fsync, 0, 2);
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        assert_int_equal(fsync_after_failure, 0);
+        assert_int_equal(fstatat(f->dir_fd, "vol-0123456789abcdef0.state", &after, 0), 0);
+        assert_int_not_equal(after.st_ino, failed.st_ino);
+        fsync_mocked = false;
+        assert_only_state_file(f);
+        assert_int_equal(state_load(f->dir_fd, f->s->key, &d), 0);
+        assert_int_equal(d->map->n_done, 6);
+        state_free(d);
+}
+
+/* The directory fsync after the rename fails: the save still reports -EIO. */
+static void test_state_save_dir_fsync_eio(void **state) {
+        Fixture *f = *state;
+        HydrateState *d = NULL;
+
+        fsync_mocked = true;
+        will_return(__wrap_fsync, 0);
+        will_return(__wrap_fsync, -EIO);
+        assert_int_equal(state_save(f->dir_fd, f->s), -EIO);
+        assert_only_state_file(f);
+        will_return_count(__wrap_fsync, 0, 2);
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        fsync_mocked = false;
+        assert_int_equal(state_load(f->dir_fd, f->s->key, &d), 0);
+        state_free(d);
 }
 
 int main(void) {
@@ -311,7 +555,13 @@ int main(void) {
                 cmocka_unit_test(test_state_key_rules),
                 cmocka_unit_test_setup_teardown(test_state_save_load, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_load_refuses_symlink, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_refuses_fifo, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_save_replaces_symlinks, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_lock_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_set_aside, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_save_fsync_eio, setup, teardown_fsync),
+                cmocka_unit_test_setup_teardown(test_state_save_dir_fsync_eio, setup,
+                                                teardown_fsync),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
