@@ -75,11 +75,14 @@ char *state_file_name(const char *key);
 /*
  * state_lock() - take the per-volume lock <dir>/<key>.lock (flock, exclusive, not waiting), so
  * two processes never checkpoint the same volume over each other. Returns the descriptor that
- * holds the lock, or -EBUSY if another process holds it.
+ * holds the lock; -EBUSY if another process holds it; -ELOOP if <key>.lock is a symbolic link
+ * or not a regular file (never followed, never created through).
  */
 int state_lock(int dir_fd, const char *key);
 
-/* state_load() - read and decode <dir>/<key>.state; -ENOENT if there is none. No symlinks followed.
+/*
+ * state_load() - read and decode <dir>/<key>.state; -ENOENT if there is none; -ELOOP if it is a
+ * symbolic link (never followed); -EBADMSG if it is not a regular file or fails to decode.
  */
 int state_load(int dir_fd, const char *key, HydrateState **ret);
 /* state_save() - atomically replace <dir>/<key>.state (mode 0600); any fsync failure is an error.

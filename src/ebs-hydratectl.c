@@ -484,6 +484,11 @@ static int forget_state(const Args *a, int dir_fd, const char *key) {
         lock_fd = state_lock(dir_fd, key);
         if (lock_fd == -EBUSY)
                 return log_volume_busy(a, key);
+        if (lock_fd == -ELOOP)
+                return log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
+                                 "or not a regular file; remove it",
+                                 key, a->state_dir, key),
+                       EXIT_FAILED;
         if (lock_fd < 0)
                 return log_error_errno(lock_fd, "Cannot lock the state of %s: %m", key),
                        EXIT_FAILED;

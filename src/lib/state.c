@@ -320,12 +320,19 @@ char *state_file_name(const char *key) {
 int state_lock(int dir_fd, const char *key) {
         _cleanup_free_ char *name = NULL;
         _cleanup_close_ int fd = -1;
+        struct stat st;
 
         if (asprintf(&name, "%s.lock", key) < 0)
                 return -ENOMEM;
-        fd = openat(dir_fd, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        /* O_NONBLOCK: a FIFO planted under the lock's name must not hang us in open(). */
+        fd = openat(dir_fd, name,
+                    O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600);
         if (fd < 0)
                 return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -ELOOP;
         if (flock(fd, LOCK_EX | LOCK_NB) < 0)
                 return errno == EWOULDBLOCK ? -EBUSY : -errno;
         return TAKE_FD(fd);
@@ -370,9 +377,10 @@ int state_load(int dir_fd, const char *key, HydrateState **ret) {
 
         if (!name)
                 return -ENOMEM;
-        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO in its place must not hang us; read_all() then refuses it. */
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return errno == ELOOP ? -EBADMSG : -errno;
+                return -errno;
         r = read_all(fd, &buf, &size);
         if (r < 0)
                 return r;
@@ -406,7 +414,10 @@ int state_save(int dir_fd, const HydrateState *s) {
         if (r < 0)
                 return r;
 
-        (void)unlinkat(dir_fd, tmp, 0); /* a leftover from a crash; O_EXCL below refuses links */
+        /* A leftover from a crash or a failed save; O_EXCL below refuses links. One that cannot
+         * be removed fails the save with its own error, not with O_EXCL's EEXIST. */
+        if (unlinkat(dir_fd, tmp, 0) < 0 && errno != ENOENT)
+                return -errno;
         fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;

@@ -9,8 +9,8 @@
 require_root
 
 CASE=$1
-CTL=$2
-DAEMON=$3
+CTL=$(wrapped "$2")
+DAEMON=$(wrapped "$3")
 STATE="$WORK/state"
 CONF="$WORK/conf"
 mkdir -p "$STATE" "$CONF"

@@ -5,7 +5,8 @@
 # Usage: dbus.sh CASE PATH-TO-ebs-hydrated PATH-TO-POLICY-FILE [PATH-TO-ebs-hydratectl]
 #   object    every property, PropertiesChanged pacing, Pause/Resume/SetRateLimit as root,
 #             READY/STATUS/WATCHDOG (no STOPPING on completion), State "completed" at the end
-#   policy    the shipped policy: nobody may Get and introspect, but not call methods or Set
+#   policy    the shipped policy: nobody may Get, GetAll and introspect, but not call methods or
+#             Set (the bus refuses each, before the daemon sees it)
 #   caller    a bus that lets everyone call: the daemon itself refuses non-root callers
 #   ctl       ebs-hydratectl status/pause/resume/set-rate-limit against the running daemon
 #   name      a second daemon for the same device name cannot start; no bus = a clear error
@@ -13,14 +14,14 @@
 require_root
 
 CASE=$1
-DAEMON=$2
+DAEMON=$(wrapped "$2")
 POLICY=$(realpath "$3")
-CTL=${4:-}
+CTL=${4:+$(wrapped "$4")}
 RIG="$(cd "$(dirname "$0")/../lab" && pwd)/ebs-rig"
 NAME="it-dbus-$CASE-$$"
 STATE="$WORK/state"
 BUS="unix:path=$WORK/bus.sock"
-mkdir -p "$STATE"
+mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
 chmod 0711 "$WORK" # nobody must reach the bus socket
 for tool in dbus-daemon busctl qemu-storage-daemon setpriv; do
     command -v "$tool" >/dev/null || { echo "SKIP: $tool missing" >&2; exit 77; }
@@ -209,7 +210,7 @@ case_object() {
 }
 
 case_policy() {
-    local out
+    local out member
     start_bus "<include>$POLICY</include>"
     setup_volume
     start_daemon "$DEV" --rate-limit=8M
@@ -218,7 +219,12 @@ case_policy() {
     out=$(bus_as nobody get-property "$SERVICE" "$OBJ" "$IFACE" VolumeId) ||
         fail "nobody cannot Get: $out"
     assert_eq "$out" "s \"$NAME\"" "VolumeId as nobody"
+    out=$(bus_as nobody call "$SERVICE" "$OBJ" org.freedesktop.DBus.Properties GetAll s "$IFACE") ||
+        fail "nobody cannot GetAll: $out"
+    assert_contains "$out" "\"VolumeId\" s \"$NAME\"" "GetAll as nobody"
     bus_as nobody introspect "$SERVICE" "$OBJ" >/dev/null || fail "nobody cannot introspect"
+    bus_as nobody call "$SERVICE" "$OBJ" org.freedesktop.DBus.Introspectable Introspect >/dev/null ||
+        fail "nobody cannot call Introspect"
     # ... but not steer: the bus refuses before the daemon sees the call.
     for call in "Pause" "Resume" "SetRateLimit t 1000"; do
         # shellcheck disable=SC2086
@@ -229,6 +235,9 @@ case_policy() {
     out=$(bus_as nobody set-property "$SERVICE" "$OBJ" "$IFACE" State s paused 2>&1) &&
         fail "nobody could Set"
     assert_contains "$out" "Access denied" "Set as nobody"
+    out=$(bus_as nobody call "$SERVICE" "$OBJ" org.freedesktop.DBus.Properties Set ssv "$IFACE" \
+        RateBytesPerSecond t 1 2>&1) && fail "nobody could call Properties.Set"
+    assert_contains "$out" "Access denied" "Properties.Set as nobody"
     assert_eq "$(prop State)" '"hydrating"' "State after the refused calls"
     # Nobody else may own our names.
     out=$(bus_as nobody call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
@@ -236,8 +245,10 @@ case_policy() {
     assert_contains "$out" "Access denied" "RequestName as nobody"
     bus_as root call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
         RequestName su org.ebshydrate.Volume1.evil 0 >/dev/null || fail "the policy denies root"
-    grep -q 'Rejected send message.*member="Pause"' "$WORK/bus.log" ||
-        fail "the bus did not log the refused Pause: $(cat "$WORK/bus.log")"
+    for member in Pause Resume SetRateLimit Set; do
+        grep -q "Rejected send message.*member=\"$member\"" "$WORK/bus.log" ||
+            fail "the bus did not log the refused $member: $(cat "$WORK/bus.log")"
+    done
 }
 
 case_caller() {

@@ -18,14 +18,64 @@ require_root() {
 }
 
 WORK=$(mktemp -d /var/tmp/ebs-hydrate-test.XXXXXX)
+
+# $EBS_HYDRATE_WRAPPER: a command, words separated by ';', that the programs under test run
+# under, such as valgrind and its options (EBS_HYDRATE_TEST_WRAPPER in tests/CMakeLists.txt).
+# Scripts take their program paths through wrapped(). Reports of a valgrind wrapper go to
+# $WRAP_DIR/log, and cleanup fails the test if any holds an error: also those of runs whose exit
+# status a test ignores (a daemon stopped at the end, say).
+WRAP_DIR=
+if [ -n "${EBS_HYDRATE_WRAPPER:-}" ]; then
+    WRAP_DIR=$(mktemp -d /var/tmp/ebs-hydrate-wrap.XXXXXX)
+    chmod 0755 "$WRAP_DIR" # as_nobody runs wrapped programs too
+    mkdir -m 1777 "$WRAP_DIR/log"
+    export VALGRIND_OPTS="${VALGRIND_OPTS:-} --log-file=$WRAP_DIR/log/%p.log --error-markers=VGERROR-BEGIN,VGERROR-END"
+fi
+
+# wrapped PROGRAM: the path to run PROGRAM by. Under a wrapper, a script in $WRAP_DIR that execs
+# the wrapper on PROGRAM: the PID that a test waits for, signals and kills stays the program's
+# (valgrind runs the program in its own process, it does not fork). Every ebs-hydrate* program
+# beside PROGRAM gets one too, so that $(dirname "$(wrapped ...)") still finds its siblings.
+wrapped() {
+    local wrapper program
+    if [ -z "$WRAP_DIR" ]; then
+        echo "$1"
+        return
+    fi
+    IFS=';' read -ra wrapper <<<"$EBS_HYDRATE_WRAPPER"
+    for program in "$(dirname "$1")"/ebs-hydrate*; do
+        [ -x "$program" ] && [ -f "$program" ] || continue
+        printf '#!/bin/bash\nexec %s %q "$@"\n' "$(printf '%q ' "${wrapper[@]}")" \
+            "$(realpath "$program")" >"$WRAP_DIR/$(basename "$program")"
+        chmod 0755 "$WRAP_DIR/$(basename "$program")"
+    done
+    echo "$WRAP_DIR/$(basename "$1")"
+}
+
+# wrapper_errors: print the wrapper's error reports; false if there were none
+wrapper_errors() {
+    local log found=1
+    [ -n "$WRAP_DIR" ] || return 1
+    for log in "$WRAP_DIR"/log/*.log; do
+        [ -e "$log" ] && grep -q VGERROR-BEGIN "$log" || continue
+        echo "== errors reported by the wrapper in $(basename "$log"):" >&2
+        cat "$log" >&2
+        found=0
+    done
+    return "$found"
+}
+
 # Loop devices are found by backing file: make_loop runs in $(...), so it cannot record them.
 cleanup() {
-    local img l
+    local img l wrapper_failed=
+    wrapper_errors && wrapper_failed=1
+    [ -z "$WRAP_DIR" ] || rm -rf "$WRAP_DIR"
     for img in "$WORK"/*.img "$WORK"/img.*; do
         [ -e "$img" ] || continue
         for l in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$l" 2>/dev/null || true; done
     done
     rm -rf "$WORK"
+    [ -z "$wrapper_failed" ] || fail "the wrapper ($EBS_HYDRATE_WRAPPER) reported errors"
 }
 trap cleanup EXIT
 

@@ -7,10 +7,11 @@
 require_root
 
 CASE=$1
-DAEMON=$2
+DAEMON=$(wrapped "$2")
 STATE="$WORK/state"
 CONF="$WORK/conf"
 mkdir -p "$STATE" "$CONF"
+chmod 0700 "$STATE" # the daemon refuses a state directory open to others
 
 hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never "$@"

@@ -61,9 +61,11 @@ render() {
 }
 
 options() {
-    local page=$1 program=$2 help section foreign opt status=0
+    local page=$1 program=$2 help section foreign opt status=0 wrapper=()
 
-    help=$("$program" --help) || fail "$program --help exited $?"
+    # Under a test wrapper such as valgrind (tests/CMakeLists.txt), PROGRAM runs under it too.
+    [ -z "${EBS_HYDRATE_WRAPPER:-}" ] || IFS=';' read -ra wrapper <<<"$EBS_HYDRATE_WRAPPER"
+    help=$("${wrapper[@]}" "$program" --help) || fail "$program --help exited $?"
     section=$(page_text "$page" | sed -n '/^\.SH OPTIONS/,/^\.SH /p')
     [ -n "$section" ] || fail "$page has no OPTIONS section"
     foreign=$(sed -n 's/^\.\\" man-check: foreign-options //p' "$page" | tr ' ' '\n')
