@@ -34,6 +34,10 @@
 #define HYDRATOR_TICK_USEC (500 * UINT64_C(1000))
 #define HYDRATOR_RETRIES 3
 #define HYDRATOR_FAILURE_STORM 64 /* reads in a row that failed: the device is gone, not bad */
+/* Reads in flight and none completed for this long: the device is stalled (first-touch reads
+ * of a cold EBS volume take ~0.1 s, a few seconds when deeply queued). */
+#define HYDRATOR_STALL_USEC (10 * UINT64_C(1000000))
+#define HYDRATOR_AIO_RETRY_USEC (5 * UINT64_C(1000000)) /* io_setup: EAGAIN (fs.aio-max-nr) */
 #define HYDRATOR_RETRY_BASE_USEC (100 * UINT64_C(1000)) /* 0.1 s, 0.4 s, 1.6 s */
 
 typedef enum HydratorPhase {
@@ -65,6 +69,10 @@ typedef struct HydratorStatus {
         unsigned depth_changes;        /* times QueueDepth=auto changed it */
         bool depth_auto;               /* QueueDepth=auto */
         uint64_t latency_usec;         /* mean read latency (weighted to recent reads) */
+        unsigned in_flight;            /* reads the device holds now */
+        bool waiting_for_aio;          /* io_setup: EAGAIN, fs.aio-max-nr used up; retrying */
+        bool unsaved;                  /* the last checkpoint could not be written */
+        uint64_t stalled_usec;         /* > 0: no read completed for this long (stalled) */
         size_t n_bad;                  /* unreadable ranges recorded */
         const ByteRange *bad;
         int error; /* negative errno when FAILED */

@@ -32,6 +32,7 @@ int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);
 #define LOG_MESSAGE_HYDRATION_COMPLETE "fe14081e0c3c433196e76e742caf5014"
 #define LOG_MESSAGE_HYDRATION_UNREADABLE "144cf07ac94842d19f9bf2b63d6367b5"
 #define LOG_MESSAGE_HYDRATION_FAILED "a17ab13676d14d6bb10a1c0629ae6be8"
+#define LOG_MESSAGE_HYDRATION_STALLED "a80ecb1ba5e948c6a3f76efecf968381"
 
 /*
  * log_volume() - a structured record about a volume: with MESSAGE_ID=, VOLUME_ID= and DEVICE=

@@ -42,5 +42,6 @@ int reader_submit(Reader *r, const ReadRequest *req);
 void reader_flush(Reader *r);
 
 unsigned reader_depth(const Reader *r);
-unsigned reader_busy(const Reader *r); /* queued + in flight + waiting to be resubmitted */
+unsigned reader_busy(const Reader *r);      /* queued + in flight + waiting to be resubmitted */
+unsigned reader_in_flight(const Reader *r); /* accepted by io_submit, not yet completed */
 bool reader_idle(const Reader *r);

@@ -56,6 +56,7 @@ typedef struct Run {
         Hydrator *hydrator;
         HydrateBus *bus;
         char devnode[80]; /* /dev/<kernel name>, for the journal */
+        char *state_dir;  /* the state directory's path, for messages */
         sd_event_source *bar_timer;
         sd_event_source *status_timer;
         bool bar;
@@ -269,10 +270,31 @@ static int load_settings(const Args *a, const DeviceIdentity *id, HydrateSetting
         return 0;
 }
 
-static int open_state_dir(const Args *a) {
+/*
+ * The state directory must be ours alone (0700): anyone who can write to it can plant a state
+ * file that says "complete", and anyone who can read it learns which volumes this host has. An
+ * existing directory that is open to group or others is refused, not tightened: the unit's
+ * StateDirectoryMode=0700 makes systemd chmod its directory at every start, so this only happens
+ * on runs by hand with a directory the administrator chose, and chmod-ing that (--state-dir=/tmp
+ * as root) could break far more than it protects.
+ */
+static int check_state_dir(int fd, const char *dir) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(-errno, "Cannot stat state directory %s: %m", dir);
+        if ((st.st_mode & 0077) == 0)
+                return 0;
+        log_error("State directory %s is open to group or others (mode %04o); it must be "
+                  "accessible to its owner only: chmod 0700 %s, or choose another --state-dir",
+                  dir, (unsigned)(st.st_mode & 07777), dir);
+        return -EPERM;
+}
+
+static int open_state_dir(const Args *a, char **ret_path) {
         _cleanup_free_ char *env = NULL;
+        _cleanup_close_ int fd = -1;
         const char *dir = a->state_dir;
-        int fd;
 
         if (!dir && getenv("STATE_DIRECTORY")) {
                 env = strndup(getenv("STATE_DIRECTORY"), strcspn(getenv("STATE_DIRECTORY"), ":"));
@@ -285,7 +307,10 @@ static int open_state_dir(const Args *a) {
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(-errno, "Cannot open state directory %s: %m", dir);
-        return fd;
+        *ret_path = strdup(dir);
+        if (!*ret_path)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        return TAKE_FD(fd);
 }
 
 static unsigned terminal_width(void) {
@@ -370,7 +395,9 @@ static void print_summary(Run *run) {
         hydrator_get_status(run->hydrator, &st);
         secs = (double)st.run_usec / 1e6;
         printf("%s: %s %s of %s in %.1f s (%s average)", st.key,
-               st.phase == HYDRATOR_COMPLETE ? "hydrated, read" : "stopped after reading",
+               st.phase == HYDRATOR_COMPLETE     ? "hydrated, read"
+               : st.phase == HYDRATOR_UNREADABLE ? "finished with unreadable ranges, read"
+                                                 : "stopped after reading",
                format_bytes(read, sizeof(read), st.run_bytes),
                format_bytes(total, sizeof(total), st.size), secs,
                format_rate(rate, sizeof(rate),
@@ -411,9 +438,11 @@ static void log_outcome(const Run *run, const HydratorStatus *st) {
                 break;
         case HYDRATOR_FAILED:
                 log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, st->key, run->devnode,
-                           "%s (%s): hydration failed at %u.%u%%: %s; progress saved", st->key,
-                           run->devnode, pm / 10, pm % 10,
-                           strerror(st->error < 0 ? -st->error : EIO));
+                           "%s (%s): hydration failed at %u.%u%%: %s; %s", st->key, run->devnode,
+                           pm / 10, pm % 10, strerror(st->error < 0 ? -st->error : EIO),
+                           st->unsaved ? "the state file could not be saved; the next run "
+                                         "resumes from the last checkpoint written"
+                                       : "progress saved");
                 break;
         default:
                 break;
@@ -454,6 +483,11 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 return log_error_errno(lock_fd,
                                        "%s (%s) is being hydrated by another process already", key,
                                        dev->path),
+                       EXIT_FAILED;
+        if (lock_fd == -ELOOP)
+                return log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
+                                 "or not a regular file; remove it",
+                                 key, run->state_dir, key),
                        EXIT_FAILED;
         if (lock_fd < 0)
                 return log_error_errno(lock_fd, "Failed to lock state of %s: %m", key), EXIT_FAILED;
@@ -515,6 +549,10 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
                          key, st.depth, st.depth_changes, (double)st.latency_usec / 1000.0);
         log_outcome(run, &st);
+        if (st.stalled_usec > 0 && st.in_flight > 0)
+                log_warning("%s: progress saved; %s still holds %u read%s, and the kernel lets "
+                            "this process exit only when they return",
+                            key, run->devnode, st.in_flight, st.in_flight == 1 ? "" : "s");
         return exit_code_for(&st);
 }
 
@@ -530,7 +568,11 @@ static int run_main(const Args *a) {
 
         if (open_device(a, sysfs_root, &dev) < 0)
                 return EXIT_USAGE;
-        if (identity_resolve(sysfs_root, dev.kernel_name, &id) < 0) {
+        r = identity_resolve(sysfs_root, dev.kernel_name, &id);
+        if (r < 0) {
+                /* e.g. -EFBIG or -EBADMSG: a sysfs attribute too long or with a NUL in it */
+                (void)log_warning_errno(r, "Cannot identify %s from udev or sysfs, ignoring: %m",
+                                        dev.kernel_name);
                 memset(&id, 0, sizeof(id));
                 snprintf(id.kernel_name, sizeof(id.kernel_name), "%s", dev.kernel_name);
         }
@@ -547,9 +589,13 @@ static int run_main(const Args *a) {
                 goto out;
         }
         code = EXIT_FAILED;
-        dir_fd = open_state_dir(a);
+        dir_fd = open_state_dir(a, &run.state_dir);
         if (dir_fd < 0)
                 goto out;
+        if (check_state_dir(dir_fd, run.state_dir) < 0) {
+                code = EXIT_USAGE; /* open to others: bad configuration, a restart cannot help */
+                goto out;
+        }
         r = sd_event_default(&run.event);
         if (r >= 0)
                 r = sd_event_add_signal(run.event, NULL, SIGTERM, on_signal, &run);
@@ -567,6 +613,7 @@ out:
         sd_event_source_disable_unref(run.status_timer);
         sd_event_unref(run.event);
         block_device_close(&dev);
+        free(run.state_dir);
         if (run.signal > 0) {
                 /* Die by the signal, as a well-behaved program does, now that progress is saved. */
                 sigset_t ss;

@@ -36,6 +36,9 @@ struct Hydrator {
         int error;
 
         unsigned failures_in_a_row;
+        uint64_t last_completion_usec; /* or when reads went in flight after a quiet spell */
+        bool stalled;                  /* reads in flight, none completed for a long while */
+        bool unsaved;                  /* the last checkpoint could not be written */
         uint64_t chunks_per_request;
         uint64_t cursor;  /* next chunk to plan */
         DepthTuner tuner; /* how many reads to keep in flight; tuner.max = reader slots */
@@ -47,6 +50,9 @@ struct Hydrator {
         double tokens; /* rate limiter: bytes that may be requested now */
         uint64_t tokens_usec;
         sd_event_source *rate_timer;
+
+        sd_event_source *aio_timer; /* retries io_setup while fs.aio-max-nr is used up */
+        bool waiting_for_aio;
 
         sd_event_source *checkpoint_timer;
         sd_event_source *tick_timer;
@@ -108,6 +114,10 @@ static int load_state(Hydrator *h, const char *key) {
         r = state_load(h->state_dir_fd, key, &h->state);
         if (r == -ENOENT)
                 return fresh_state(h, key);
+        if (r == -ELOOP) { /* the link itself is renamed; its target is never touched */
+                set_aside(h, key, "symlink", "is a symbolic link, not a state file");
+                return fresh_state(h, key);
+        }
         if (r == -EBADMSG || r == -EPROTONOSUPPORT) {
                 set_aside(h, key, r == -EBADMSG ? "corrupt" : "unsupported",
                           r == -EBADMSG ? "is corrupt" : "has an unsupported version");
@@ -168,6 +178,7 @@ Hydrator *hydrator_free(Hydrator *h) {
                 return NULL;
         reader_free(h->reader);
         sd_event_source_disable_unref(h->retry_timer);
+        sd_event_source_disable_unref(h->aio_timer);
         sd_event_source_disable_unref(h->rate_timer);
         sd_event_source_disable_unref(h->checkpoint_timer);
         sd_event_source_disable_unref(h->tick_timer);
@@ -201,10 +212,13 @@ static int checkpoint(Hydrator *h) {
         h->state->updated_usec = realtime_usec();
         h->state->complete = chunkmap_complete(h->state->map);
         r = state_save(h->state_dir_fd, h->state);
-        if (r < 0)
-                return log_error_errno(r, "Failed to save state file %s.state: %m", h->state->key);
+        /* Failed or not, the next try is a checkpoint step or a timer period away: a broken
+         * state file system must not turn every completion into an error line. */
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
         h->checkpoint_usec = now;
+        h->unsaved = r < 0;
+        if (r < 0)
+                return log_error_errno(r, "Failed to save state file %s.state: %m", h->state->key);
         return 0;
 }
 
@@ -217,6 +231,7 @@ static void finish(Hydrator *h, HydratorPhase phase, int error) {
         h->error = error;
         /* Stop all timers now; reads still in flight are waited for when the reader is freed. */
         (void)sd_event_source_set_enabled(h->retry_timer, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(h->aio_timer, SD_EVENT_OFF);
         (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
         (void)sd_event_source_set_enabled(h->checkpoint_timer, SD_EVENT_OFF);
         (void)sd_event_source_set_enabled(h->tick_timer, SD_EVENT_OFF);
@@ -323,6 +338,35 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
 
 static void fill(Hydrator *h);
 
+static void note_completion(Hydrator *h) {
+        uint64_t now = now_usec();
+
+        if (h->stalled)
+                log_info("%s: reads complete again after %" PRIu64 " s", h->dev->path,
+                         (now - h->last_completion_usec) / 1000000u);
+        h->stalled = false;
+        h->last_completion_usec = now;
+}
+
+/*
+ * A device that holds reads and returns none is stalled (a hung controller, a lost path): say
+ * so, loudly, once. Nothing else changes: the reads cannot be taken back (the kernel owns them
+ * until the device answers), the event loop and the watchdog keep going, and a stop request
+ * still saves the checkpoint at once.
+ */
+static void check_stalled(Hydrator *h, uint64_t now) {
+        if (h->stalled || !h->reader || reader_in_flight(h->reader) == 0 ||
+            now - h->last_completion_usec < HYDRATOR_STALL_USEC)
+                return;
+        h->stalled = true;
+        tuner_taint(&h->tuner, now); /* a stall says nothing about the right depth */
+        log_volume(LOG_WARNING, LOG_MESSAGE_HYDRATION_STALLED, h->state->key, h->dev->path,
+                   "%s: no read has completed for %" PRIu64 " s (%u in flight): the device "
+                   "looks stalled",
+                   h->dev->path, (now - h->last_completion_usec) / 1000000u,
+                   reader_in_flight(h->reader));
+}
+
 static void maybe_checkpoint(Hydrator *h) {
         uint64_t done = chunkmap_done_bytes(h->state->map);
         uint64_t step = MAX(h->state->size / 1000 * HYDRATOR_CHECKPOINT_PERMILLE, UINT64_C(1));
@@ -339,6 +383,7 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
 
         if (h->phase != HYDRATOR_HYDRATING)
                 return; /* stopping: whatever completes now is simply not recorded */
+        note_completion(h);
         if (error < 0)
                 handle_failure(h, req, error);
         else {
@@ -426,15 +471,17 @@ static bool plan_next(Hydrator *h) {
 }
 
 static void check_finished(Hydrator *h) {
-        if (h->phase != HYDRATOR_HYDRATING || h->cursor < h->state->map->n_chunks ||
+        if (h->phase != HYDRATOR_HYDRATING || !h->reader || h->cursor < h->state->map->n_chunks ||
             h->n_retries > 0 || !reader_idle(h->reader))
                 return;
         finish(h, chunkmap_complete(h->state->map) ? HYDRATOR_COMPLETE : HYDRATOR_UNREADABLE, 0);
 }
 
 static void fill(Hydrator *h) {
-        if (h->phase != HYDRATOR_HYDRATING)
+        if (h->phase != HYDRATOR_HYDRATING || !h->reader) /* no reader: waiting for aio */
                 return;
+        if (reader_in_flight(h->reader) == 0) /* the stall clock starts with the first read */
+                h->last_completion_usec = now_usec();
         if (h->paused) { /* the reads still in flight drain: nothing to learn from that */
                 tuner_taint(&h->tuner, now_usec());
                 return;
@@ -467,8 +514,65 @@ static int on_checkpoint_timer(sd_event_source *s, uint64_t usec, void *userdata
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Hydrator *h = userdata;
 
-        progress_sample(&h->progress, now_usec(), chunkmap_done_bytes(h->state->map));
+        uint64_t now = now_usec();
+
+        progress_sample(&h->progress, now, chunkmap_done_bytes(h->state->map));
+        check_stalled(h, now);
         (void)arm_timer(s, usec + HYDRATOR_TICK_USEC);
+        return 0;
+}
+
+/*
+ * Sets up the reader. io_setup() fails with EAGAIN while other processes hold what the
+ * fs.aio-max-nr sysctl allows: QueueDepth=auto then makes do with a smaller depth, and when
+ * even its minimum does not fit (or the depth is fixed), the run waits and tries again every
+ * few seconds, saying so, instead of failing. Other errors are final.
+ */
+static int start_reader(Hydrator *h) {
+        const BlockDevice *d = h->dev;
+        unsigned max = h->tuner.max;
+        int r;
+
+        for (;;) {
+                r = reader_new(&h->reader, h->event, d->fd, max, request_bytes(h),
+                               d->logical_block_size, on_read_complete, h);
+                if (r != -EAGAIN || h->tuner.fixed || max <= h->tuner.min)
+                        break;
+                max = MAX(max / 2, h->tuner.min);
+        }
+        if (r == -EAGAIN) {
+                if (!h->waiting_for_aio)
+                        log_warning("Cannot set up asynchronous I/O for %s: what the "
+                                    "fs.aio-max-nr sysctl allows is used up by other "
+                                    "processes; trying again every %" PRIu64 " s",
+                                    d->path, HYDRATOR_AIO_RETRY_USEC / 1000000u);
+                h->waiting_for_aio = true;
+                return arm_timer(h->aio_timer, now_usec() + HYDRATOR_AIO_RETRY_USEC);
+        }
+        if (r < 0)
+                return log_error_errno(r,
+                                       "Failed to set up asynchronous I/O for %s (queue depth "
+                                       "%u): %m",
+                                       d->path, max);
+        if (h->waiting_for_aio || max < h->tuner.max)
+                log_info("%s: asynchronous I/O set up%s, queue depth up to %u", d->path,
+                         h->waiting_for_aio ? " after waiting for fs.aio-max-nr" : "", max);
+        h->waiting_for_aio = false;
+        if (!h->tuner.fixed)
+                tuner_init(&h->tuner, h->tuner.min, HYDRATOR_AUTO_DEPTH_START, max, now_usec());
+        return 0;
+}
+
+static int on_aio_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Hydrator *h = userdata;
+        int r;
+
+        if (h->phase != HYDRATOR_HYDRATING)
+                return 0;
+        r = start_reader(h);
+        if (r < 0)
+                return finish(h, HYDRATOR_FAILED, r), 0;
+        fill(h);
         return 0;
 }
 
@@ -482,17 +586,12 @@ static int add_timer(Hydrator *h, sd_event_source **ret, uint64_t usec,
 }
 
 int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
-        const BlockDevice *d = h->dev;
         uint64_t now = now_usec();
         int r;
 
-        r = reader_new(&h->reader, h->event, d->fd, h->tuner.max, request_bytes(h),
-                       d->logical_block_size, on_read_complete, h);
-        if (r < 0)
-                return log_error_errno(
-                        r, "Failed to set up asynchronous I/O for %s (queue depth %u): %m", d->path,
-                        h->tuner.max);
         r = add_timer(h, &h->retry_timer, UINT64_MAX, on_wakeup);
+        if (r >= 0)
+                r = add_timer(h, &h->aio_timer, UINT64_MAX, on_aio_timer);
         if (r >= 0)
                 r = add_timer(h, &h->rate_timer, UINT64_MAX, on_wakeup);
         if (r >= 0)
@@ -510,8 +609,9 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
         progress_init(&h->progress, now, h->checkpoint_done_bytes);
         h->cursor = 0;
-        if (!h->tuner.fixed)
-                tuner_init(&h->tuner, h->tuner.min, HYDRATOR_AUTO_DEPTH_START, h->tuner.max, now);
+        r = start_reader(h);
+        if (r < 0)
+                return r;
         fill(h);
         return 0;
 }
@@ -565,8 +665,9 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .key = h->state->key,
                 .size = h->state->size,
                 .done_bytes = chunkmap_done_bytes(h->state->map),
-                .rate = h->phase == HYDRATOR_HYDRATING && !h->paused ? progress_rate(&h->progress)
-                                                                     : 0,
+                .rate = h->phase == HYDRATOR_HYDRATING && !h->paused && !h->stalled
+                                ? progress_rate(&h->progress)
+                                : 0,
                 .run_bytes = h->run_bytes,
                 .run_usec = h->run_start_usec > 0 ? now_usec() - h->run_start_usec : 0,
                 .paused = h->paused,
@@ -578,6 +679,10 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .depth_changes = h->tuner.changes,
                 .depth_auto = !h->tuner.fixed,
                 .latency_usec = (uint64_t)h->tuner.latency_usec,
+                .in_flight = h->reader ? reader_in_flight(h->reader) : 0,
+                .waiting_for_aio = h->waiting_for_aio,
+                .unsaved = h->unsaved,
+                .stalled_usec = h->stalled ? now_usec() - h->last_completion_usec : 0,
                 .n_bad = h->state->n_bad,
                 .bad = h->state->bad,
                 .error = h->error,

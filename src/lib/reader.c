@@ -260,6 +260,10 @@ unsigned reader_busy(const Reader *r) {
         return r->depth - r->n_free;
 }
 
+unsigned reader_in_flight(const Reader *r) {
+        return r->n_inflight;
+}
+
 bool reader_idle(const Reader *r) {
         return r->n_free == r->depth;
 }

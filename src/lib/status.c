@@ -12,6 +12,8 @@
 #include "progress.h"
 #include "status.h"
 
+#define STATUS_BAD_RANGES_SHOWN 3
+
 char *status_format(char *buf, size_t size, const HydratorStatus *st) {
         char total[FORMAT_BYTES_MAX];
         unsigned pm = progress_permille(st->done_bytes, st->size);
@@ -28,23 +30,51 @@ char *status_format(char *buf, size_t size, const HydratorStatus *st) {
                                  pm / 10, pm % 10, total);
                         break;
                 }
+                if (st->waiting_for_aio) {
+                        snprintf(buf, size,
+                                 "%s: %u.%u%% hydrated (of %s); waiting for asynchronous I/O: "
+                                 "fs.aio-max-nr is used up, trying again every %" PRIu64 " s",
+                                 st->key, pm / 10, pm % 10, total,
+                                 HYDRATOR_AIO_RETRY_USEC / 1000000u);
+                        break;
+                }
+                if (st->stalled_usec > 0) {
+                        char done[FORMAT_BYTES_MAX];
+
+                        snprintf(buf, size,
+                                 "%s: %u.%u%% hydrated (%s of %s); device stalled, no read "
+                                 "completed for %" PRIu64 " s",
+                                 st->key, pm / 10, pm % 10,
+                                 format_bytes(done, sizeof(done), st->done_bytes), total,
+                                 st->stalled_usec / 1000000u);
+                        break;
+                }
                 progress_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
                 break;
         case HYDRATOR_COMPLETE:
                 snprintf(buf, size, "%s: hydrated (%s)", st->key, total);
                 break;
-        case HYDRATOR_UNREADABLE:
-                snprintf(
-                        buf, size,
-                        "%s: finished, %u.%u%% hydrated (of %s); %zu unreadable range%s, the first "
-                        "at byte %" PRIu64,
-                        st->key, pm / 10, pm % 10, total, st->n_bad, st->n_bad == 1 ? "" : "s",
-                        st->n_bad > 0 ? st->bad[0].offset : 0);
+        case HYDRATOR_UNREADABLE: {
+                size_t n = (size_t)snprintf(buf, size,
+                                            "%s: finished, %u.%u%% hydrated (of %s); %zu "
+                                            "unreadable range%s (bytes)",
+                                            st->key, pm / 10, pm % 10, total, st->n_bad,
+                                            st->n_bad == 1 ? "" : "s");
+
+                /* Name the first few: enough to find them in the kernel log. */
+                for (size_t i = 0; i < st->n_bad && i < STATUS_BAD_RANGES_SHOWN && n < size; i++)
+                        n += (size_t)snprintf(buf + n, size - n, "%s%" PRIu64 "-%" PRIu64,
+                                              i == 0 ? ": " : ", ", st->bad[i].offset,
+                                              st->bad[i].offset + st->bad[i].length - 1);
+                if (st->n_bad > STATUS_BAD_RANGES_SHOWN && n < size)
+                        (void)snprintf(buf + n, size - n, " and %zu more",
+                                       st->n_bad - STATUS_BAD_RANGES_SHOWN);
                 break;
+        }
         case HYDRATOR_FAILED:
-                snprintf(buf, size, "%s: failed at %u.%u%% hydrated (of %s): %s; progress saved",
-                         st->key, pm / 10, pm % 10, total,
-                         strerror(st->error < 0 ? -st->error : EIO));
+                snprintf(buf, size, "%s: failed at %u.%u%% hydrated (of %s): %s; %s", st->key,
+                         pm / 10, pm % 10, total, strerror(st->error < 0 ? -st->error : EIO),
+                         st->unsaved ? "the state file could not be saved" : "progress saved");
                 break;
         case HYDRATOR_DETACHED:
                 snprintf(buf, size,
@@ -53,6 +83,15 @@ char *status_format(char *buf, size_t size, const HydratorStatus *st) {
                          st->key, pm / 10, pm % 10, total);
                 break;
         case HYDRATOR_STOPPED:
+                if (st->stalled_usec > 0 && st->in_flight > 0) {
+                        /* The kernel keeps the process until the device returns them. */
+                        snprintf(buf, size,
+                                 "%s: stopped at %u.%u%% hydrated (of %s); progress saved; "
+                                 "waiting for the stalled device to return %u read%s",
+                                 st->key, pm / 10, pm % 10, total, st->in_flight,
+                                 st->in_flight == 1 ? "" : "s");
+                        break;
+                }
                 snprintf(buf, size, "%s: stopped at %u.%u%% hydrated (of %s); progress saved",
                          st->key, pm / 10, pm % 10, total);
                 break;

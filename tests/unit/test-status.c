@@ -62,7 +62,24 @@ static void test_status_unreadable(void **state) {
         st.done_bytes = st.size - MiB;
         status_format(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: finished, 99.9% hydrated (of 10.0 GiB); "
-                                 "2 unreadable ranges, the first at byte 1048576");
+                                 "2 unreadable ranges (bytes): 1048576-1572863, 8388608-8912895");
+}
+
+/* Many unreadable ranges: the first three, and how many more; never past the buffer. */
+static void test_status_unreadable_many(void **state) {
+        HydratorStatus st = sample(HYDRATOR_UNREADABLE);
+        ByteRange bad[5] = {{0, 512}, {4096, 512}, {8192, 512}, {12288, 512}, {16384, 512}};
+        char buf[256], small[48];
+
+        st.bad = bad;
+        st.n_bad = 5;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: finished, 42.0% hydrated (of 10.0 GiB); "
+                                 "5 unreadable ranges (bytes): 0-511, 4096-4607, 8192-8703 and 2 "
+                                 "more");
+        memset(small, 'x', sizeof(small));
+        status_format(small, sizeof(small), &st);
+        assert_int_equal(strlen(small), sizeof(small) - 1);
 }
 
 static void test_status_failed_and_stopped(void **state) {
@@ -73,6 +90,13 @@ static void test_status_failed_and_stopped(void **state) {
         status_format(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: failed at 42.0% hydrated (of 10.0 GiB): "
                                  "No such device or address; progress saved");
+        /* The save failed: never claim otherwise. */
+        st.error = -EIO;
+        st.unsaved = true;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: failed at 42.0% hydrated (of 10.0 GiB): "
+                                 "Input/output error; the state file could not be saved");
+        st.unsaved = false;
         st.phase = HYDRATOR_DETACHED;
         status_format(buf, sizeof(buf), &st);
         assert_string_equal(buf,
@@ -84,13 +108,53 @@ static void test_status_failed_and_stopped(void **state) {
                                  "progress saved");
 }
 
+/* A device that holds reads and returns none: the status says so instead of a stale rate. */
+static void test_status_stalled(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        char buf[256];
+
+        st.rate = 0;
+        st.in_flight = 16;
+        st.stalled_usec = 12 * UINT64_C(1000000) + 400000;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB); "
+                                 "device stalled, no read completed for 12 s");
+        /* Stopped while stalled: saved, but the process waits for the device. */
+        st.phase = HYDRATOR_STOPPED;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "
+                                 "progress saved; waiting for the stalled device to return 16 "
+                                 "reads");
+        /* Stopped with reads in flight that are not stuck: the plain word. */
+        st.stalled_usec = 0;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "
+                                 "progress saved");
+}
+
+/* io_setup() failed with EAGAIN: the status names the sysctl and says it retries. */
+static void test_status_waiting_for_aio(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        char buf[256];
+
+        st.rate = 0;
+        st.waiting_for_aio = true;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (of 10.0 GiB); waiting "
+                                 "for asynchronous I/O: fs.aio-max-nr is used up, trying again "
+                                 "every 5 s");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_hydrating),
                 cmocka_unit_test(test_status_paused),
                 cmocka_unit_test(test_status_complete),
                 cmocka_unit_test(test_status_unreadable),
+                cmocka_unit_test(test_status_unreadable_many),
                 cmocka_unit_test(test_status_failed_and_stopped),
+                cmocka_unit_test(test_status_stalled),
+                cmocka_unit_test(test_status_waiting_for_aio),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
