@@ -125,6 +125,16 @@ expect_exit() {
     echo "$out"
 }
 
+# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; fails after SECONDS
+wait_for() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.1
+    done
+}
+
 # as_nobody CMD...: run CMD as uid/gid 65534 with no supplementary groups
 as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups "$@"

@@ -22,16 +22,6 @@ hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never "$@"
 }
 
-# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; fails after SECONDS
-wait_for() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || return 1
-        sleep 0.1
-    done
-}
-
 case_sixteen() {
     local n=16 i name pids=() devs=() rc total_read=0 start secs
     NAMES=() # global: the EXIT trap tears these down after this function has returned

@@ -137,16 +137,6 @@ case_vanish() {
     assert_eq "$(hydrated_bytes)" $((size - ${saved% *})) "bytes read on the returned device"
 }
 
-# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; fails after SECONDS
-wait_for() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || return 1
-        sleep 0.1
-    done
-}
-
 case_hang() {
     local dev sock log listener pid rc=0 base pct stall_at wd_before wd_after ctl
     ctl="$(dirname "$DAEMON")/ebs-hydratectl"
