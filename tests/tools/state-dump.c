@@ -18,34 +18,26 @@
 #define EXIT_USAGE 2
 #define EXIT_NO_STATE 3
 
-static int read_file(const char *path, uint8_t **ret_buf, size_t *ret_size) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        size_t have = 0;
+/* Loads DIR/KEY.state through the daemon's own loader, so the tool reads what the daemon would. */
+static int load(const char *path, HydrateState **ret) {
+        _cleanup_free_ char *copy = strdup(path);
+        _cleanup_close_ int dir_fd = -1;
+        char *slash, *key, *suffix;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > STATE_FILE_MAX)
-                return -EBADMSG;
-        buf = malloc(MAX((size_t)st.st_size, 1u));
-        if (!buf)
+        if (!copy)
                 return -ENOMEM;
-        while (have < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                have += (size_t)n;
-        }
-        *ret_buf = TAKE_PTR(buf);
-        *ret_size = have;
-        return 0;
+        slash = strrchr(copy, '/');
+        key = slash ? slash + 1 : copy;
+        suffix = strrchr(key, '.');
+        if (!suffix || strcmp(suffix, ".state") != 0)
+                return -EINVAL;
+        *suffix = '\0';
+        if (slash)
+                *slash = '\0';
+        dir_fd = open(slash ? (copy[0] ? copy : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return -errno;
+        return state_load(dir_fd, key, ret);
 }
 
 /* One "done OFFSET LENGTH" line per run of done chunks; the last chunk is clipped to the size. */
@@ -78,12 +70,10 @@ static void print_state(const HydrateState *s) {
 
 int main(int argc, char *argv[]) {
         _cleanup_(state_freep) HydrateState *s = NULL;
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size = 0;
         int r;
 
         if (argc != 2 || argv[1][0] == '-') {
-                fprintf(stderr, "Usage: state-dump FILE\n"
+                fprintf(stderr, "Usage: state-dump DIR/KEY.state\n"
                                 "Print what a state file records: key, size, chunk-size, "
                                 "complete, updated\n(CLOCK_REALTIME microseconds), done-bytes,\n"
                                 "then 'done OFFSET LENGTH' per run of done chunks and 'bad "
@@ -92,17 +82,16 @@ int main(int argc, char *argv[]) {
                                 "is no such file.\n");
                 return EXIT_USAGE;
         }
-        r = read_file(argv[1], &buf, &size);
+        r = load(argv[1], &s);
         if (r == -ENOENT) {
                 fprintf(stderr, "state-dump: %s: no such file\n", argv[1]);
                 return EXIT_NO_STATE;
         }
-        if (r >= 0)
-                r = state_decode(buf, size, &s);
         if (r < 0) {
                 fprintf(stderr, "state-dump: %s: %s\n", argv[1],
                         r == -EBADMSG           ? "corrupt"
                         : r == -EPROTONOSUPPORT ? "unsupported version"
+                        : r == -EINVAL          ? "not a KEY.state file name"
                                                 : strerror(-r));
                 return EXIT_ERROR;
         }
