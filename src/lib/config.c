@@ -24,7 +24,7 @@
 #include "parse.h"
 #include "util.h"
 
-#define CONFIG_FILE_SIZE_MAX ((size_t)1 << 20)
+#define CONFIG_FILE_SIZE_MAX ((size_t)1 << 20) /* files of this size or more are refused */
 #define BLOCK_SIZE_ALIGN UINT64_C(4096)
 #define WHITESPACE " \t\r"
 #define streq(a, b) (strcmp((a), (b)) == 0)
@@ -195,8 +195,32 @@ static bool section_is_known(const char *name, size_t len) {
 }
 
 /*
+ * '#' and ';' may only start a comment line. inih would drop a " ; note" after a value silently
+ * and keep a " # note" as part of it, and no section name, key or value can contain either
+ * character (sizes, booleans, "auto", volume ids, mapping and kernel names, globs of these).
+ * Returns true, with the error recorded, if @line (@n characters, not a comment line) has one.
+ */
+static bool check_comment_chars(Parser *p, const char *line, size_t n) {
+        size_t i = strcspn(line, "#;");
+
+        if (i >= n)
+                return false;
+        if (isspace((unsigned char)line[i - 1]))
+                (void)parser_fail(p, -EINVAL,
+                                  "comments must be on a line of their own ('#' or ';' at the "
+                                  "start of the line)");
+        else
+                (void)parser_fail(p, -EINVAL,
+                                  "invalid character '%c' in '%.*s' ('#' and ';' may only start "
+                                  "a comment line)",
+                                  line[i], (int)n, line);
+        return true;
+}
+
+/*
  * Catches at their own line what inih would report late (an empty unknown section is never
- * passed to the handler) or without a reason (a line without '='), and rejects "Key: value".
+ * passed to the handler), without a reason (a line without '=') or not at all (an inline
+ * comment), and rejects "Key: value".
  */
 static void check_line(Parser *p, const char *line) {
         size_t n = strlen(line);
@@ -204,6 +228,8 @@ static void check_line(Parser *p, const char *line) {
         while (n > 0 && isspace((unsigned char)line[n - 1]))
                 n--;
         if (n == 0 || line[0] == '#' || line[0] == ';')
+                return;
+        if (check_comment_chars(p, line, n))
                 return;
         if (line[0] != '[') {
                 if (line[strcspn(line, "=:")] != '=')
@@ -442,12 +468,14 @@ static int read_file(const char *path, char **ret, size_t *ret_size) {
         for (;;) {
                 ssize_t n;
 
+                if (size >= CONFIG_FILE_SIZE_MAX)
+                        return -EFBIG;
                 if (allocated - size < 2) {
                         char *grown;
 
-                        if (allocated >= CONFIG_FILE_SIZE_MAX)
-                                return -EFBIG;
-                        allocated = allocated ? allocated * 2 : 4096;
+                        /* Room for CONFIG_FILE_SIZE_MAX - 1 bytes, the NUL and one byte more,
+                         * so that a file of the largest size allowed is seen to end. */
+                        allocated = MIN(allocated ? allocated * 2 : 4096, CONFIG_FILE_SIZE_MAX + 1);
                         grown = realloc(buf, allocated);
                         if (!grown)
                                 return -ENOMEM;

@@ -660,6 +660,129 @@ static void test_config_error_nul_byte(void **state) {
         assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", ":2: line contains a NUL byte");
 }
 
+#define COMMENT_ERROR \
+        ": comments must be on a line of their own ('#' or ';' at the start of the line)"
+
+static void test_config_error_inline_comment_after_hydrate_value(void **state) {
+        static const char *const lines[] = {
+                "RateLimit=100M ; note", "RateLimit=100M\t;note", "RateLimit=100M ;",
+                "QueueDepth=4 # four",   "Enabled=no ;",          "BlockSize= ; default",
+        };
+        Fixture *f = *state;
+
+        /* inih would strip " ; note" silently, and hand over "100M" as if nothing followed. */
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                _cleanup_free_ char *content = xasprintf("[Hydrate]\n%s\n", lines[i]);
+
+                print_message("%s\n", lines[i]);
+                write_file(f, ETC "/hydrate.conf.d/60-data.conf", content);
+                assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/60-data.conf",
+                                  ":2" COMMENT_ERROR);
+        }
+        write_file(f, ETC "/hydrate.conf.d/60-data.conf", "[Hydrate] ; main\nQueueDepth=4\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/60-data.conf", ":1" COMMENT_ERROR);
+}
+
+static void test_config_error_inline_comment_after_match_pattern(void **state) {
+        Fixture *f = *state;
+
+        /* Not the three patterns "sdf", "#" and "data". */
+        write_file(f, ETC "/hydrate.conf.d/60-data.conf",
+                   "# data volume\n[Match]\nDeviceName=sdf # data\n[Hydrate]\nQueueDepth=5\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/60-data.conf", ":3" COMMENT_ERROR);
+        write_file(f, ETC "/hydrate.conf.d/60-data.conf",
+                   "[Match]\nVolumeId=vol-0123456789abcdef0 ; data\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/60-data.conf", ":2" COMMENT_ERROR);
+        write_file(f, ETC "/hydrate.conf.d/60-data.conf", "[Match]\nKernelName=nvme1n1\t#x\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/60-data.conf", ":2" COMMENT_ERROR);
+}
+
+static void test_config_error_comment_character_in_value(void **state) {
+        static const struct {
+                const char *line;
+                char c;
+        } cases[] = {
+                {"RateLimit=100M#x", '#'}, {"QueueDepth=4;x", ';'}, {"Enabled=yes#", '#'},
+                {"BlockSize=#4K", '#'},    {"Queue#Depth=4", '#'},  {"[Hydr;ate]", ';'},
+        };
+        Fixture *f = *state;
+
+        /* No key or value can hold '#' or ';', so one glued to a value is a mistake too. */
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *content = xasprintf("[Hydrate]\n%s\n", cases[i].line);
+                _cleanup_free_ char *expected =
+                        xasprintf(":2: invalid character '%c' in '%s' "
+                                  "('#' and ';' may only start a comment line)",
+                                  cases[i].c, cases[i].line);
+
+                print_message("%s\n", cases[i].line);
+                write_file(f, ETC "/hydrate.conf", content);
+                assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", expected);
+        }
+        write_file(f, ETC "/hydrate.conf", "[Match]\nDeviceName=sdf;sdg\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":2: invalid character ';' in 'DeviceName=sdf;sdg' "
+                          "('#' and ';' may only start a comment line)");
+}
+
+static void test_config_indented_comment_lines(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e;
+
+        write_file(f, ETC "/hydrate.conf",
+                   "   # leading spaces\n\t; a tab\n[Match]\n  #DeviceName=sdg\n"
+                   "DeviceName=sdf\n[Hydrate]\n    ;QueueDepth=9\r\n  \t # RateLimit=1M ; x\n"
+                   "QueueDepth=5\n  #\n  ;\n");
+        hydrate_settings_init(&e);
+        e.queue_depth = 5;
+        assert_loads(f, &dev_f, &e);
+}
+
+static void test_config_error_comment_names_first_line(void **state) {
+        Fixture *f = *state;
+
+        /* The first mistake wins, whichever kind: line 2 here, then line 3. */
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nQueueDepth=4 ; x\nBlockSize=3\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", ":2" COMMENT_ERROR);
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nNope=1\nQueueDepth=4 ; x\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf",
+                          ":2: unknown key 'Nope' in section [Hydrate]");
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\r\nQueueDepth=4\r\n\r\nRateLimit=1M ;x\r\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", ":4" COMMENT_ERROR);
+}
+
+/* "[Hydrate]\n", comment lines, then "QueueDepth=5\n": exactly @size bytes. */
+static char *file_of_size(size_t size) {
+        static const char head[] = "[Hydrate]\n", tail[] = "QueueDepth=5\n";
+        size_t pos = strlen(head), end = size - strlen(tail);
+        char *s = malloc(size + 1);
+
+        assert_non_null(s);
+        memcpy(s, head, pos);
+        while (pos < end) {
+                size_t len = MIN(end - pos, (size_t)100); /* with its line feed */
+
+                memset(s + pos, '#', len - 1);
+                s[pos + len - 1] = '\n';
+                pos += len;
+        }
+        memcpy(s + end, tail, sizeof(tail));
+        assert_int_equal(strlen(s), size);
+        return s;
+}
+
+static void test_config_file_size_limit(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *largest = file_of_size((1 << 20) - 1);
+        _cleanup_free_ char *too_large = file_of_size(1 << 20);
+
+        /* "A file of 1 MiB or more is refused": one byte less is read to its last line. */
+        write_file(f, ETC "/hydrate.conf", largest);
+        assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        write_file(f, ETC "/hydrate.conf", too_large);
+        assert_load_fails(f, -EFBIG, ETC "/hydrate.conf", ": cannot read: File too large");
+}
+
 static void test_config_error_first_one_wins(void **state) {
         Fixture *f = *state;
 
@@ -732,13 +855,13 @@ static void test_config_apply_file_missing(void **state) {
         assert_string_equal(err, expected);
 }
 
-/* conf/hydrate.conf, found from this source file so it works from any build directory. */
+/* conf/hydrate.conf in the source tree that ctest names. Not found from __FILE__: package
+ * builds map source paths away (-ffile-prefix-map). */
 static char *shipped_conf_path(void) {
-        const char *slash = strrchr(__FILE__, '/');
+        const char *src = getenv("EBS_HYDRATE_SOURCE_DIR");
 
-        if (!slash)
-                return xasprintf("../../conf/hydrate.conf");
-        return xasprintf("%.*s/../../conf/hydrate.conf", (int)(slash - __FILE__), __FILE__);
+        assert_non_null(src);
+        return xasprintf("%s/conf/hydrate.conf", src);
 }
 
 static void test_config_shipped_file(void **state) {
@@ -856,6 +979,12 @@ int main(void) {
                 fixture_test(test_config_error_line_too_long),
                 fixture_test(test_config_longest_line_keeps_line_numbers),
                 fixture_test(test_config_error_nul_byte),
+                fixture_test(test_config_error_inline_comment_after_hydrate_value),
+                fixture_test(test_config_error_inline_comment_after_match_pattern),
+                fixture_test(test_config_error_comment_character_in_value),
+                fixture_test(test_config_indented_comment_lines),
+                fixture_test(test_config_error_comment_names_first_line),
+                fixture_test(test_config_file_size_limit),
                 fixture_test(test_config_error_first_one_wins),
                 fixture_test(test_config_error_in_file_that_does_not_match),
                 fixture_test(test_config_error_keeps_earlier_files_out),
