@@ -4,13 +4,16 @@
 #
 #   check.sh render PAGE            groff formats PAGE without a single warning, for the terminal
 #                                   and for PostScript; PAGE is plain ASCII and writes every
-#                                   option dash as \- (a bare "-" may render as a hyphen).
+#                                   option dash as \- (a bare "-" may render as a hyphen); and
+#                                   "man -l PAGE", as a reader runs it (80 columns, in the C and
+#                                   C.UTF-8 locales), writes nothing to stderr.
 #   check.sh options PAGE PROGRAM   PROGRAM --help and PAGE document the same options: each long
 #                                   and short option of --help appears in the OPTIONS section of
 #                                   PAGE, and each long option anywhere in PAGE is one --help
 #                                   knows, unless PAGE declares it as another program's with a
 #                                   comment line '.\" man-check: foreign-options --opt ...'.
-# Exits 0 on success, 1 on a finding, 2 on bad usage, 77 (skip) when groff is not installed.
+# Exits 0 on success, 1 on a finding, 2 on bad usage, 77 (skip) when groff is not installed, or
+# when man is not and everything else passed.
 set -euo pipefail
 
 fail() {
@@ -56,8 +59,33 @@ render() {
         echo "bare dashes above: write options as \\-\\-name and \\-x" >&2
         status=1
     fi
+    man_l "$page" || status=1
     [ "$status" -eq 0 ] || fail "$page does not render cleanly"
+    if ! command -v man >/dev/null 2>&1; then
+        echo "SKIP: groff is fine with $page, but man is not installed (Debian package man-db)" >&2
+        exit 77
+    fi
     echo "OK: $page renders without warnings"
+}
+
+# man -l PAGE as a reader runs it, with its own groff options and warnings; not a word on stderr.
+man_l() {
+    local page=$1 locale out status=0
+
+    command -v man >/dev/null 2>&1 || return 0
+    for locale in C C.UTF-8; do
+        out=$(env -u MAN_KEEP_FORMATTING -u MANOPT -u MANROFFOPT MANWIDTH=80 MANPAGER=cat \
+            PAGER=cat LC_ALL="$locale" man -l "$page" 2>&1 >/dev/null) || {
+            echo "LC_ALL=$locale man -l $page exited $?" >&2
+            status=1
+        }
+        if [ -n "$out" ]; then
+            echo "LC_ALL=$locale MANWIDTH=80 man -l $page wrote to stderr:" >&2
+            echo "$out" >&2
+            status=1
+        fi
+    done
+    return "$status"
 }
 
 options() {
