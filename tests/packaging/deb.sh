@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Build the Debian package (packaging/build-deb: dpkg-buildpackage, then lintian, whose errors
+# fail it) into OUT_DIR, and check what it holds: every file the product needs at its Debian 12
+# path and nothing else, the paths the udev rule and the unit name, the dependencies, and the
+# maintainer scripts' duties (service user, systemd/udev/D-Bus reloads, the replayed udev
+# event for volumes attached before the install, instances stopped on removal, state removed
+# on purge). tests/vm/test-systemd.py then installs the same .deb in a guest.
+#
+# Usage: deb.sh OUT_DIR         Exit status: 0 ok, 1 a finding, 77 tools missing.
+set -euo pipefail
+
+out=${1:?usage: deb.sh OUT_DIR}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+fail=0
+bad() {
+    echo "FAIL: $*" >&2
+    fail=1
+}
+
+rm -f "$out"/ebs-hydrate_*.deb
+rc=0
+deb=$("$src/packaging/build-deb" --out "$out" | tail -n 1) || rc=$?
+[[ $rc -eq 0 ]] || exit "$rc" # 77: tools missing; 1: the build or lintian failed (said why)
+echo "built $deb"
+
+work=$(mktemp -d /tmp/ebs-hydrate-debcheck.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+dpkg-deb -x "$deb" "$work/root"
+dpkg-deb -e "$deb" "$work/control"
+
+expected=(
+    lib/systemd/system/ebs-hydrate@.service
+    lib/udev/ebs-hydrate-id
+    lib/udev/rules.d/90-ebs-hydrate.rules
+    usr/bin/ebs-hydratectl
+    usr/lib/ebs-hydrate/hydrate.conf
+    usr/lib/systemd/catalog/ebs-hydrate.catalog
+    usr/lib/sysusers.d/ebs-hydrate.conf
+    usr/sbin/ebs-hydrated
+    usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf
+    usr/share/doc/ebs-hydrate/changelog.gz
+    usr/share/doc/ebs-hydrate/copyright
+    usr/share/lintian/overrides/ebs-hydrate
+    usr/share/man/man1/ebs-hydratectl.1.gz
+    usr/share/man/man5/ebs-hydrate.conf.5.gz
+    usr/share/man/man8/ebs-hydrate-id.8.gz
+    usr/share/man/man8/ebs-hydrated.8.gz
+)
+actual=$(cd "$work/root" && find . -type f -o -type l | sed 's|^\./||' | sort)
+missing=$(comm -23 <(printf '%s\n' "${expected[@]}" | sort) <(echo "$actual"))
+extra=$(comm -13 <(printf '%s\n' "${expected[@]}" | sort) <(echo "$actual"))
+[[ -z $missing ]] || bad "missing from the package: $(echo $missing)"
+[[ -z $extra ]] || bad "unexpected in the package: $(echo $extra)"
+for f in usr/sbin/ebs-hydrated usr/bin/ebs-hydratectl lib/udev/ebs-hydrate-id; do
+    [[ -x $work/root/$f ]] || bad "$f is not executable"
+done
+
+grep -q 'IMPORT{program}="/lib/udev/ebs-hydrate-id ' "$work/root/lib/udev/rules.d/90-ebs-hydrate.rules" ||
+    bad "the udev rule does not run /lib/udev/ebs-hydrate-id"
+grep -q '^ExecStart=/usr/sbin/ebs-hydrated ' "$work/root/lib/systemd/system/ebs-hydrate@.service" ||
+    bad "the unit's ExecStart= is not /usr/sbin/ebs-hydrated"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+for lib in libaio1 libsystemd0 libudev1 libinih1 libjson-c5 zlib1g systemd udev dbus; do
+    re="(^|[ ,])$lib([ ,(]|\$)"
+    [[ $depends =~ $re ]] || bad "Depends: lacks $lib ($depends)"
+done
+
+# Maintainer scripts: each duty, in the script that must do it.
+has() { # SCRIPT PATTERN WHAT
+    if [[ ! -f $work/control/$1 ]]; then
+        bad "no $1 script ($3)"
+    elif ! grep -Eq -- "$2" "$work/control/$1"; then
+        bad "$1 does not $3"
+    fi
+}
+has postinst '^\s*systemd-sysusers .*ebs-hydrate\.conf' "create the service user (systemd-sysusers)"
+has postinst '^\s*systemctl --system daemon-reload' "reload systemd"
+has postinst '^\s*udevadm control --reload' "reload the udev rules"
+has postinst '^\s*busctl call .*org\.freedesktop\.DBus ReloadConfig' "reload the D-Bus configuration"
+has postinst "^\s*udevadm trigger --action=change" "replay udev events for attached volumes"
+has postinst "ID_MODEL='Amazon Elastic Block Store'" "limit the replayed events to EBS volumes"
+has prerm "^\s*deb-systemd-invoke stop 'ebs-hydrate@\*\.service'" "stop the running instances on removal"
+has postrm '^\s*udevadm control --reload' "reload the udev rules after removal"
+has postrm '^\s*systemctl --system daemon-reload' "reload systemd after removal"
+has postrm '^\s*udevadm trigger --action=change' "replay udev events so device units forget the instances"
+has postrm '^\s*rm -rf /var/lib/ebs-hydrate$' "remove the state directory on purge"
+# The reloads and the trigger come after the user exists: the trigger can start an instance.
+if [[ -f $work/control/postinst ]]; then
+    user_line=$(grep -En '^\s*systemd-sysusers' "$work/control/postinst" | head -n 1 | cut -d: -f1)
+    trigger_line=$(grep -En '^\s*udevadm trigger' "$work/control/postinst" | head -n 1 | cut -d: -f1)
+    [[ -n $user_line && -n $trigger_line && $user_line -lt $trigger_line ]] ||
+        bad "postinst replays udev events before it creates the service user"
+fi
+for s in postinst prerm postrm; do
+    [[ -f $work/control/$s ]] && ! sh -n "$work/control/$s" && bad "$s: syntax error"
+done
+
+if [[ $fail -eq 0 ]]; then
+    echo "PASS: $(basename "$deb"): ${#expected[@]} files, lintian clean, maintainer scripts ok"
+fi
+exit $fail
