@@ -3,7 +3,8 @@
 #
 # image.sh — build the root disk of the QEMU test guest: Debian bookworm (debootstrap minbase)
 # with systemd, udev and D-Bus, the host kernel's modules, the files under tests/vm/guest/ and
-# the project installed from a build directory. See tests/vm/README.md.
+# the project installed from a build directory, or its Debian package left in /root/packages
+# for the test to install with dpkg. See tests/vm/README.md.
 #
 # The debootstrap result is cached under $EBS_HYDRATE_VM_CACHE (default /var/cache/ebs-hydrate/vm)
 # keyed by a hash of this script, the package list, the mirror and the kernel version; a cache
@@ -43,13 +44,15 @@ skip() {
 
 usage() {
     cat <<EOF
-Usage: $PROG (--build-dir DIR | --staging DIR | --bare | --rootfs-only)
+Usage: $PROG (--build-dir DIR | --staging DIR | --deb FILE | --bare | --rootfs-only)
               [--output IMAGE] [--size SIZE]
 
   --build-dir DIR   install the project from this CMake build directory. If it was not
                     configured with CMAKE_INSTALL_PREFIX=/usr, or is an ASan/UBSan build,
                     a guest build is configured and built in DIR/vm-build first.
   --staging DIR     copy this tree (a DESTDIR install with prefix /usr) into the image
+  --deb FILE        no project installed: the package FILE is copied to /root/packages/,
+                    for the test to install with dpkg -i (test-systemd.py)
   --bare            no project in the image (tests of the rig itself: smoke.py)
   --rootfs-only     only make sure the cached root filesystem exists (warm the cache)
   --output IMAGE    the ext4 image to write (default ./root.img)
@@ -213,11 +216,12 @@ assemble() { # ROOTFS PROJECT_TREE OUTPUT SIZE
 }
 
 main() {
-    local build='' staging='' output=root.img size=2G rootfs_only=0 bare=0 stage
+    local build='' staging='' deb='' output=root.img size=2G rootfs_only=0 bare=0 stage
     while [[ $# -gt 0 ]]; do
         case $1 in
         --build-dir) build=${2:?}; shift 2 ;;
         --staging) staging=${2:?}; shift 2 ;;
+        --deb) deb=${2:?}; shift 2 ;;
         --rootfs-only) rootfs_only=1; shift ;;
         --bare) bare=1; shift ;;
         --output | -o) output=${2:?}; shift 2 ;;
@@ -229,6 +233,7 @@ main() {
     local modes=$((rootfs_only + bare))
     [[ -z $build ]] || modes=$((modes + 1))
     [[ -z $staging ]] || modes=$((modes + 1))
+    [[ -z $deb ]] || modes=$((modes + 1))
     if [[ $modes -ne 1 ]]; then
         usage >&2
         exit 2
@@ -238,10 +243,14 @@ main() {
     [[ $rootfs_only -eq 1 ]] && return 0
 
     output=$(realpath -m "$output")
-    if [[ -n $build || $bare -eq 1 ]]; then
+    if [[ -n $build || -n $deb || $bare -eq 1 ]]; then
         stage=$(mktemp -d "$CACHE/stage.XXXXXX")
         TMPS+=("$stage")
         [[ -z $build ]] || stage_project "$(realpath "$build")" "$stage"
+        if [[ -n $deb ]]; then
+            [[ -f $deb && $deb == *.deb ]] || die "$deb: not a .deb file"
+            install -D -m 0644 "$deb" "$stage/root/packages/$(basename "$deb")"
+        fi
         assemble "$ROOTFS" "$stage" "$output" "$size"
     else
         [[ -d $staging/usr ]] || die "$staging has no usr/: not an install tree"

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Issue 3, in a QEMU guest with real systemd, udev and D-Bus: the installed unit, udev rule,
-D-Bus policy, ebs-hydrated and ebs-hydratectl hydrate cold EBS volumes by themselves.
+"""Issues 3 and 6, in a QEMU guest with real systemd, udev and D-Bus: the Debian package,
+installed with dpkg -i, hydrates cold EBS volumes by itself: its unit, udev rule, D-Bus policy,
+ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
 
-  a   boot with a cold volume attached: udev and systemd alone start ebs-hydrate@<kernel name>
+  i   boot with a cold volume attached and nothing installed; dpkg -i the package: its service
+      user exists, its files are in place, no warning from its scripts
+  a   the package's postinst replays udev's change event: udev and systemd alone start
+      ebs-hydrate@<kernel name> for the volume that was attached before the install
   b1  while it runs, systemctl status shows STATUS= in the documented format
   b2  the D-Bus object's properties (root and non-root), methods root-only
   b3  Pause over D-Bus stops the reads (the rig's overlay stops growing), Resume restarts them
@@ -16,12 +20,14 @@ D-Bus policy, ebs-hydrated and ebs-hydratectl hydrate cold EBS volumes by themse
   d3  re-attached, a new instance resumes from the checkpoint, not from 0
   d4  ... and completes, reading only what was left (the guest kernel's sector count)
   e   after a reboot both instances say "already hydrated" and read (almost) nothing
+  f   dpkg --purge while a hot-plugged third volume hydrates: no instance, process, bus name,
+      unit, rule or state is left, and a new udev event on the volume starts nothing
 
 Every step runs even if an earlier one failed (where it can); the summary lists each.
 
-Usage: test-systemd.py BUILD_DIR        a CMake build dir (a /usr guest build is made from it
-                                          in BUILD_DIR/vm-build if needed, see image.sh)
-       test-systemd.py --staging DIR    a DESTDIR tree installed with --prefix /usr
+Usage: test-systemd.py --deb FILE [BUILD_DIR]
+  FILE       the package (packaging/build-deb; ctest's packaging/deb test builds it)
+  BUILD_DIR  where the detailed log goes (BUILD_DIR/Testing/vm-systemd.log)
 Exit status: 0 every step passed, 1 a step failed, 77 skipped (not root, no qemu/debootstrap).
 """
 
@@ -64,6 +70,7 @@ class Vol:
 # reads this rig at ~250 MiB/s); each cap is lifted once what needs watching was watched.
 VOL_A = Vol("a", "vol0123456789abcdef0", 1024 * MIB, 8 * MIB)
 VOL_B = Vol("b", "vol0fedcba9876543210", 256 * MIB, 6 * MIB)
+VOL_C = Vol("c", "vol0c0ffee0000000001", 256 * MIB, 4 * MIB)
 # Not EBS (no "vol" serial): no instance ever reads it, so what the guest kernel counts for it
 # is what udev's probes read at boot; step e compares the hydrated volumes with it.
 VOL_BASE = Vol("base", "base0000000000000000", 1024 * MIB, 0)
@@ -162,6 +169,42 @@ def attach(m, vol, hotplug):
 
 # ---- steps ---------------------------------------------------------------------------------
 
+PACKAGE = "ebs-hydrate"
+# What the package must put in place (Debian 12 paths: units and rules under /lib).
+PACKAGE_FILES = ("/usr/sbin/ebs-hydrated", "/usr/bin/ebs-hydratectl", "/lib/udev/ebs-hydrate-id",
+                 "/lib/udev/rules.d/90-ebs-hydrate.rules", "/lib/systemd/system/ebs-hydrate@.service",
+                 "/usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf",
+                 "/usr/lib/ebs-hydrate/hydrate.conf", "/usr/lib/sysusers.d/ebs-hydrate.conf",
+                 "/usr/lib/systemd/catalog/ebs-hydrate.catalog",
+                 "/usr/share/man/man8/ebs-hydrated.8.gz", "/usr/share/man/man1/ebs-hydratectl.1.gz",
+                 "/usr/share/man/man5/ebs-hydrate.conf.5.gz",
+                 "/usr/share/man/man8/ebs-hydrate-id.8.gz")
+
+
+def step_i(m, deb):
+    vol = VOL_A
+    vol.kname = m.block_device(vol.serial)
+    rc, out, _ = m.run("command -v ebs-hydrated; systemctl list-units --all --plain --no-legend "
+                       "'ebs-hydrate@*'")
+    check(out.strip() == "", "before the install: no ebs-hydrated, no instance", out.strip())
+    time.sleep(3)
+    # udev's probes at boot (blkid, partition table) fetch a few 512 KiB clusters, no more.
+    before = m.hydrated(vol.name)[0]
+    check(before <= 8 * MIB, "before the install: %s is cold but for udev's probes"
+          % vol.volume_id, "%.0f KiB fetched" % (before / 1024))
+    path = "/root/packages/" + os.path.basename(deb)
+    rc, out, err = m.run("dpkg -i %s" % path, 300)
+    vm.log_output("dpkg -i %s:" % path, out + err)
+    check(rc == 0, "dpkg -i %s" % os.path.basename(deb), "exit %d: %s" % (rc, err.strip()))
+    check("warning" not in (out + err).lower(), "no warning from dpkg or the package's scripts")
+    status = m.succeed("dpkg-query -W -f='${Status} ${Version}' %s" % PACKAGE)
+    check(status.startswith("install ok installed"), "dpkg: installed", status)
+    user = m.succeed("id ebs-hydrate").strip()
+    check("(disk)" in user, "postinst created the service user (sysusers.d), in group disk", user)
+    rc, out, _ = m.run("ls -d %s" % " ".join(PACKAGE_FILES))
+    check(rc == 0, "the package's files are in place", out.strip().replace("\n", " "))
+
+
 def step_a(m):
     vol = VOL_A
     vol.kname = m.block_device(vol.serial)
@@ -170,13 +213,15 @@ def step_a(m):
     check("ID_MODEL=Amazon Elastic Block Store" in props, "udev: %s looks like EBS" % vol.kname)
     # udev's SYSTEMD_WANTS: the device unit (named by sysfs path, dev-X.device is an alias)
     # wants the instance.
+    m.wait_until_succeeds("systemctl show -p WantedBy --value %s | grep -q ." % unit_of(vol), 30)
     wanted_by = m.succeed("systemctl show -p WantedBy --value %s" % unit_of(vol)).split()
     check(any(u.endswith("-%s.device" % vol.kname) for u in wanted_by),
           "%s is wanted by the device unit (udev SYSTEMD_WANTS)" % unit_of(vol),
           " ".join(wanted_by))
     p = wait_unit(m, unit_of(vol), started, "started", 60)
     check(p["ActiveState"] == "active" and p["SubState"] == "running",
-          "%s is active (running), started by nobody but udev and systemd" % unit_of(vol),
+          "%s is active (running), started by nobody but udev and systemd, after the "
+          "install" % unit_of(vol),
           "%s/%s" % (p["ActiveState"], p["SubState"]))
     pct = m.hydrated(vol.name)[2]
     check(pct < 100, "still hydrating, so steps b can watch it", "rig %.1f%%" % pct)
@@ -433,6 +478,43 @@ def step_e(m, restart):
         check(m.hydrated(vol.name)[0] == vol.size, "rig: %s still 100%%" % vol.volume_id)
 
 
+def step_f(m):
+    vol = VOL_C
+    attach(m, vol, hotplug=True)
+    vol.kname = m.block_device(vol.serial)
+    p = wait_unit(m, unit_of(vol), started, "started", 60)
+    check(p["ActiveState"] == "active" and p["SubState"] == "running",
+          "hot-plugged %s: %s hydrates" % (vol.volume_id, unit_of(vol)),
+          "%s/%s" % (p["ActiveState"], p["SubState"]))
+    rc, out, err = m.run("dpkg --purge %s" % PACKAGE, 300)
+    vm.log_output("dpkg --purge %s:" % PACKAGE, out + err)
+    check(rc == 0, "dpkg --purge %s" % PACKAGE, "exit %d: %s" % (rc, err.strip()))
+    check("warning" not in (out + err).lower(), "no warning from dpkg or the package's scripts")
+    rc, out, _ = m.run("dpkg-query -W -f='${Status}' %s" % PACKAGE)
+    check(rc != 0 or "not-installed" in out, "dpkg: not installed", out.strip())
+    rc, out, _ = m.run("pgrep -a ebs-hydrate")
+    check(rc == 1 and out.strip() == "", "no ebs-hydrate process is left", out.strip())
+    units = m.succeed("systemctl list-units --plain --no-legend --state=active,activating,"
+                      "deactivating,reloading,failed 'ebs-hydrate@*'").strip()
+    check(units == "", "no ebs-hydrate@ unit is active or failed", units)
+    # The postrm's udev event makes the device units let go of the instances; systemd then
+    # unloads them.
+    rc, _, _ = m.run("for i in $(seq 20); do [ -z \"$(systemctl list-units --all --plain "
+                     "--no-legend 'ebs-hydrate@*')\" ] && exit 0; sleep 0.5; done; exit 1")
+    units = m.succeed("systemctl list-units --all --plain --no-legend 'ebs-hydrate@*'").strip()
+    check(rc == 0 and units == "", "no ebs-hydrate@ unit is even loaded", units)
+    names = m.succeed("busctl list --no-legend --acquired | awk '{print $1}'")
+    check("org.ebshydrate" not in names, "no org.ebshydrate name is on the bus")
+    rc, out, _ = m.run("ls -d %s %s 2>/dev/null" % (" ".join(PACKAGE_FILES), STATE_DIR))
+    check(out.strip() == "", "no file of the package and no state directory is left",
+          out.strip().replace("\n", " "))
+    # The rule is gone from udev too: a new event for the volume starts nothing.
+    m.succeed("udevadm trigger --action=change --settle /dev/%s" % vol.kname)
+    time.sleep(3)
+    units = m.succeed("systemctl list-units --all --plain --no-legend 'ebs-hydrate@*'").strip()
+    check(units == "", "a change event on %s after the purge starts nothing" % vol.kname, units)
+
+
 # ---- driver --------------------------------------------------------------------------------
 
 class Runner:
@@ -466,14 +548,16 @@ class Runner:
         return "\n".join(lines)
 
 
-def run(m, timer, restart):
+def run(m, timer, restart, deb):
     r = Runner(m, timer)
     attach(m, VOL_A, hotplug=False)
     m.add_cold_volume(VOL_BASE.name, VOL_BASE.serial, VOL_BASE.size, latency_ms=0)
     with timer.step("boot"):
         m.start()
         m.wait_for_boot()
-    if not r.step("a: udev + systemd start the instance at boot", step_a):
+    if not r.step("i: dpkg -i the package", step_i, deb):
+        return r
+    if not r.step("a: udev + systemd start the instance after the install", step_a):
         return r
     r.step("b1: systemctl status shows STATUS=", step_b1)
     r.step("b2: D-Bus properties and access", step_b2)
@@ -490,13 +574,15 @@ def run(m, timer, restart):
         if m.volumes[VOL_B.name].attached:
             r.step("d4: ... completes, reading only what was left", step_d4, record)
     r.step("e: reboot: already hydrated, nothing read", step_e, restart)
+    r.step("f: dpkg --purge while hydrating: nothing left", step_f)
     return r
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("build_dir", nargs="?", help="CMake build directory")
-    parser.add_argument("--staging", help="install tree (DESTDIR, prefix /usr) instead")
+    parser.add_argument("build_dir", nargs="?", default=".",
+                        help="where the detailed log goes (BUILD_DIR/Testing); default: .")
+    parser.add_argument("--deb", required=True, help="the Debian package to install")
     parser.add_argument("--verbose", action="store_true",
                         help="print every line (default: step lines and failures; the rest goes "
                         "to BUILD_DIR/Testing/vm-systemd.log, printed in full after a failure)")
@@ -504,11 +590,11 @@ def main():
                         help="step e: power off and boot a new QEMU process (default, faster), "
                         "or systemctl reboot in the same QEMU")
     args = parser.parse_args()
-    if bool(args.build_dir) == bool(args.staging):
-        parser.error("give a build directory or --staging DIR")
     vm.skip_unless_prerequisites()
+    if not os.path.isfile(args.deb):
+        parser.error("%s: no such file (packaging/build-deb builds it)" % args.deb)
     if not args.verbose:
-        logdir = os.path.join(os.path.abspath(args.build_dir or args.staging), "Testing")
+        logdir = os.path.join(os.path.abspath(args.build_dir), "Testing")
         os.makedirs(logdir, exist_ok=True)
         vm.set_detail_log(os.path.join(logdir, "vm-systemd.log"))
     timer = vm.Timer()
@@ -517,11 +603,10 @@ def main():
     try:
         with timer.step("image build"):
             image = vm.build_image(os.path.join(workdir, "root.img"),
-                                   build_dir=args.build_dir and os.path.abspath(args.build_dir),
-                                   staging=args.staging and os.path.abspath(args.staging))
+                                   deb=os.path.abspath(args.deb))
         with vm.Machine(image, workdir=os.path.join(workdir, "machine")) as m:
             try:
-                runner = run(m, timer, args.reboot == "restart")
+                runner = run(m, timer, args.reboot == "restart", args.deb)
             except BaseException:
                 print("--- guest console (last lines)\n" + m.console_tail(80), flush=True)
                 raise

@@ -163,13 +163,16 @@ class Image:
         self.kernel, self.initrd, self.image = kernel, initrd, image
 
 
-def build_image(output, build_dir=None, staging=None, bare=False, size="2G"):
+def build_image(output, build_dir=None, staging=None, deb=None, bare=False, size="2G"):
     """Run image.sh: a fresh root disk at @output with the project installed from @build_dir
-    (a CMake build directory) or @staging (a DESTDIR tree), or without it (@bare). Exits 77
-    if image.sh skips."""
+    (a CMake build directory) or @staging (a DESTDIR tree), or not installed: its package @deb
+    left in /root/packages/ for the test to install, or nothing of it (@bare). Exits 77 if
+    image.sh skips."""
     cmd = [os.path.join(HERE, "image.sh"), "--output", output, "--size", size]
     if bare:
         cmd.append("--bare")
+    elif deb:
+        cmd += ["--deb", deb]
     else:
         cmd += ["--build-dir", build_dir] if build_dir else ["--staging", staging]
     # image.sh reports on stderr (cmake's output when it builds the guest's copy): to the
