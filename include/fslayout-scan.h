@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside fslayout: the list the scanners add ranges to, and the two scanners, libext2fs for
+ * ext2/3/4 that is not mounted and GETFSMAP for a mounted ext4 or XFS. Not for other modules:
+ * fslayout.h is the interface.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fslayout.h"
+
+/* Ranges in any order, overlaps allowed; fs_ranges_normalize() makes a layout out of them. */
+typedef struct FsRangeList {
+        FsRange *ranges;
+        size_t n;
+        size_t allocated;
+} FsRangeList;
+
+/* fs_range_list_add() - append, or extend the last range if it ends at @offset with the same
+ * kind. An empty range is ignored. 0 or -ENOMEM. */
+int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeKind kind);
+void fs_range_list_done(FsRangeList *l);
+
+/* What a scanner found out. Negative errno values (out of memory only) are fatal. */
+typedef enum FsScanResult {
+        FS_SCAN_MAPPED,        /* metadata, used and free are known */
+        FS_SCAN_METADATA_ONLY, /* metadata is known; free space is not, it stays used */
+        FS_SCAN_FAILED,        /* nothing added: the region stays used */
+} FsScanResult;
+
+/*
+ * fslayout_scan_ext() - the ext2/3/4 file system at [@offset, @offset + @size) of the file or
+ * device at @path, through libext2fs, read-only. Adds METADATA for superblocks and group
+ * descriptors (and their backups), reserved GDT blocks, bitmaps, inode tables, the MMP block
+ * and the journal inode's blocks; USED for the other blocks the block bitmap marks; FREE for
+ * the rest. The bitmaps are trusted only if the file system was cleanly unmounted (a mounted
+ * file system has "needs_recovery" or lacks "clean" on disk); otherwise, or if @metadata_only,
+ * only metadata is added (static while mounted: a mounted file system's GETFSMAP lacks the
+ * journal, this fills it in).
+ * @ret_detail: why free space is unknown or why the scan failed (malloc'ed), else NULL.
+ * Return: an FsScanResult, or -ENOMEM.
+ */
+int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool metadata_only,
+                      FsRangeList *out, char **ret_detail);
+
+/*
+ * fslayout_find_mount() - where the file system on block device @dev is mounted, from
+ * /proc/self/mountinfo: the mount point and a descriptor of it that is on @dev.
+ * Return: 0; -ENOENT if not mounted; -EXDEV if mounted, but no mount point leads to it from
+ * here (over-mounted, or hidden or missing in this mount namespace); another negative errno if
+ * no mount point could be opened. The path of the first one is returned with errors too.
+ */
+int fslayout_find_mount(dev_t dev, char **ret_path, int *ret_fd);
+
+/*
+ * fslayout_scan_fsmap() - the file system mounted on @mount_fd, through FS_IOC_GETFSMAP, its
+ * device @dev (the records of other devices, such as an XFS external log or realtime device,
+ * are ignored) being at [@offset, @offset + @size) of the whole device. Free space is FREE,
+ * special owners other than "unknown" and extent-map or attribute-fork blocks are METADATA,
+ * everything else reported is USED; what is not reported stays used.
+ * @ret_detail: a remark (records of other devices ignored) or why the scan failed, else NULL.
+ * Return: FS_SCAN_MAPPED, FS_SCAN_FAILED (nothing added), or -ENOMEM.
+ */
+int fslayout_scan_fsmap(int mount_fd, dev_t dev, uint64_t offset, uint64_t size, FsRangeList *out,
+                        char **ret_detail);

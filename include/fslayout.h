@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File-system-aware hydration, groundwork: which byte ranges of a device hold file system
+ * metadata, which hold file data and which are free, so that a reader can hydrate metadata
+ * first, then used blocks, and free space last or never. Unknown means used: nothing is called
+ * free unless a file system said so.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* In order of priority: where two sources disagree about a byte, the lower value wins. */
+typedef enum FsRangeKind {
+        FS_RANGE_METADATA,
+        FS_RANGE_USED,
+        FS_RANGE_FREE,
+        _FS_RANGE_KIND_MAX,
+} FsRangeKind;
+
+typedef struct FsRange {
+        uint64_t offset; /* bytes from the start of the whole device */
+        uint64_t length;
+        FsRangeKind kind;
+} FsRange;
+
+typedef struct FsLayout {
+        FsRange *ranges; /* sorted, non-overlapping, adjacent ranges differ in kind, together
+                            covering [0, device size) exactly */
+        size_t n_ranges;
+        char **notes; /* one line per partition table, partition or region, for humans */
+        size_t n_notes;
+} FsLayout;
+
+/*
+ * fslayout_discover() - map the device or image open as @fd.
+ * @fd: a block device or regular file, open for reading (O_DIRECT is fine: the module reads
+ *      through its own descriptor, opened again as /proc/self/fd/@fd).
+ * @device_size: its size in bytes.
+ * @ret: filled in on success only; release with fslayout_free().
+ * @ret_error: on failure, a malloc'ed message (NULL if out of memory); untouched on success.
+ *
+ * Finds the partition table (GPT or MBR) with libblkid, then for each partition, or for the
+ * whole device if there is no table, the file system: ext2/3/4 not mounted through libext2fs,
+ * ext4 and XFS mounted through GETFSMAP on the mount point, anything else is used. One odd
+ * partition never fails the discovery: it is treated as used and its note says why.
+ *
+ * Return: 0; -EINVAL if @device_size is 0; -ENOMEM; or the negative errno of reopening or
+ * reading the device.
+ */
+int fslayout_discover(int fd, uint64_t device_size, FsLayout *ret, char **ret_error);
+
+/* fslayout_free() - release what fslayout_discover() filled in and zero @l. NULL-safe. Usable as
+ * _cleanup_(fslayout_free) on an FsLayout variable. */
+void fslayout_free(FsLayout *l);
+
+/* fs_range_kind_to_string() - "metadata", "used", "free", or NULL for an invalid value. */
+const char *fs_range_kind_to_string(FsRangeKind kind);
+
+/*
+ * fslayout_check() - does @l keep its promise: ranges sorted, non-empty, adjacent, no two
+ * neighbours of the same kind, valid kinds, covering [0, @device_size) exactly?
+ * Return: 0, or -EBADMSG.
+ */
+int fslayout_check(const FsLayout *l, uint64_t device_size);
+
+/* fslayout_find() - the range that contains byte @offset, or NULL if beyond the end. */
+const FsRange *fslayout_find(const FsLayout *l, uint64_t offset);
+
+/* fslayout_bytes_in() - how many bytes of [@offset, @offset + @length) are of @kind. */
+uint64_t fslayout_bytes_in(const FsLayout *l, uint64_t offset, uint64_t length, FsRangeKind kind);
+
+/* fslayout_bytes() - how many bytes of the whole device are of @kind. */
+uint64_t fslayout_bytes(const FsLayout *l, FsRangeKind kind);
+
+/*
+ * fs_ranges_normalize() - turn ranges in any order, possibly overlapping, into a layout's
+ * ranges for a device of @size bytes: parts beyond @size are cut off, bytes that no range covers
+ * become FS_RANGE_USED, overlaps take the kind of highest priority (metadata, then used, then
+ * free), neighbours of the same kind merge. Pure.
+ * @ret: malloc'ed array (NULL when @size is 0). Return: 0 or -ENOMEM.
+ */
+int fs_ranges_normalize(const FsRange *in, size_t n, uint64_t size, FsRange **ret, size_t *ret_n);

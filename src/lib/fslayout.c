@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fslayout_discover(): the partition table with libblkid (its own sectors are metadata, the
+ * space between partitions is used), then the content of each partition, or of the whole
+ * device, handed to the scanner that can map it: GETFSMAP when mounted, libext2fs for ext2/3/4
+ * otherwise. Whatever cannot be mapped is used, and its note says why.
+ */
+#include <blkid.h>
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fslayout-scan.h"
+#include "fslayout.h"
+#include "parse.h"
+#include "util.h"
+
+#define SECTOR 512u            /* libblkid's unit for partition start and size */
+#define GPT_ENTRIES_MAX 65536u /* more entries than any real table has */
+#define GPT_ENTRY_SIZE_MAX 4096u
+
+typedef struct Region {
+        uint64_t offset;
+        uint64_t size;
+        int partno;         /* 0: the whole device, which has no partition table */
+        int overlaps;       /* partno of an earlier partition this one overlaps (then ignored) */
+        dev_t dev;          /* its block device, 0 if unknown (an image file) */
+        char *fstype;       /* libblkid's TYPE, NULL if none was found */
+        char *state;        /* "unmounted", "mounted on /srv", ...; NULL if not relevant */
+        const char *method; /* "libext2fs" or "GETFSMAP" if mapped */
+        FsScanResult result;
+        char *detail; /* why not mapped (or mapped only in part), or a remark */
+} Region;
+
+typedef struct Discovery {
+        int fd;        /* our own descriptor of the device, without O_DIRECT */
+        char path[64]; /* /proc/self/fd/<fd>, for libext2fs, which opens by name */
+        struct stat st;
+        uint64_t size;
+        char *table_type; /* libblkid's name of the partition table, NULL if none */
+        Region *regions;
+        size_t n_regions;
+        FsRangeList list;
+        char **notes;
+        size_t n_notes;
+} Discovery;
+
+static void discovery_done(Discovery *d) {
+        if (d->fd >= 0)
+                (void)close(d->fd);
+        for (size_t i = 0; i < d->n_regions; i++) {
+                free(d->regions[i].fstype);
+                free(d->regions[i].state);
+                free(d->regions[i].detail);
+        }
+        free(d->regions);
+        free(d->table_type);
+        fs_range_list_done(&d->list);
+        for (size_t i = 0; i < d->n_notes; i++)
+                free(d->notes[i]);
+        free(d->notes);
+}
+
+static void blkid_free_probep(blkid_probe *pr) {
+        if (*pr)
+                blkid_free_probe(*pr);
+}
+
+static int set_string(char **s, const char *value) {
+        free(*s);
+        *s = strdup(value);
+        return *s ? 0 : -ENOMEM;
+}
+
+static int set_stringf(char **s, const char *format, ...) _printf_(2, 3);
+static int set_stringf(char **s, const char *format, ...) {
+        va_list ap;
+        int r;
+
+        free(*s);
+        va_start(ap, format);
+        r = vasprintf(s, format, ap);
+        va_end(ap);
+        if (r < 0) {
+                *s = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Our own descriptor, read through the page cache: libblkid and libext2fs read at any
+ * alignment, which a caller's O_DIRECT descriptor would refuse. */
+static int discovery_open(Discovery *d, int fd, char **error) {
+        char probe[SECTOR];
+        char path[64];
+
+        (void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (d->fd < 0 || fstat(d->fd, &d->st) < 0) {
+                int r = -errno;
+
+                (void)set_stringf(error, "Cannot open the device again as %s: %m", path);
+                return r;
+        }
+        (void)snprintf(d->path, sizeof(d->path), "/proc/self/fd/%d", d->fd);
+        if (pread(d->fd, probe, MIN(sizeof(probe), d->size), 0) < 0) {
+                int r = -errno;
+
+                (void)set_stringf(error, "Cannot read the device: %m");
+                return r;
+        }
+        return 0;
+}
+
+static Region *region_add(Discovery *d, uint64_t offset, uint64_t size, int partno) {
+        Region *p = reallocarray(d->regions, d->n_regions + 1, sizeof(Region));
+
+        if (!p)
+                return NULL;
+        d->regions = p;
+        p = &d->regions[d->n_regions++];
+        *p = (Region){.offset = offset, .size = size, .partno = partno, .result = FS_SCAN_FAILED};
+        return p;
+}
+
+static int region_compare(const void *a, const void *b) {
+        const Region *x = a, *y = b;
+
+        if (x->offset != y->offset)
+                return x->offset < y->offset ? -1 : 1;
+        return x->size > y->size ? -1 : x->size < y->size; /* the container first */
+}
+
+/* A partition that overlaps an earlier one (a nested table's) is ignored: its container's
+ * content decides. */
+static void mark_overlaps(Discovery *d) {
+        const Region *kept = NULL;
+
+        qsort(d->regions, d->n_regions, sizeof(Region), region_compare);
+        for (size_t i = 0; i < d->n_regions; i++) {
+                Region *r = &d->regions[i];
+
+                if (kept && r->offset < kept->offset + kept->size)
+                        r->overlaps = kept->partno;
+                else
+                        kept = r;
+        }
+}
+
+static int read_attribute(int dir_fd, const char *name, const char *attribute, char *buf,
+                          size_t size) {
+        char path[512];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        (void)snprintf(path, sizeof(path), "%s/%s", name, attribute);
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return 0;
+}
+
+static void closedirp(DIR **dir) {
+        if (*dir)
+                (void)closedir(*dir);
+}
+
+/* The device number of the partition of @disk at [@offset, @offset + @size), from the
+ * disk's sysfs directory, where each partition has "start", "size" (sectors) and "dev". */
+static dev_t partition_dev(dev_t disk, uint64_t offset, uint64_t size) {
+        _cleanup_(closedirp) DIR *dir = NULL;
+        char path[64], buf[64];
+        struct dirent *e;
+
+        (void)snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(disk), minor(disk));
+        dir = opendir(path);
+        if (!dir)
+                return 0;
+        while ((e = readdir(dir))) {
+                unsigned long long start, sectors;
+                unsigned maj, min;
+
+                if (e->d_name[0] == '.' ||
+                    read_attribute(dirfd(dir), e->d_name, "start", buf, sizeof(buf)) < 0 ||
+                    sscanf(buf, "%llu", &start) != 1 || start * SECTOR != offset ||
+                    read_attribute(dirfd(dir), e->d_name, "size", buf, sizeof(buf)) < 0 ||
+                    sscanf(buf, "%llu", &sectors) != 1 || sectors * SECTOR != size ||
+                    read_attribute(dirfd(dir), e->d_name, "dev", buf, sizeof(buf)) < 0 ||
+                    sscanf(buf, "%u:%u", &maj, &min) != 2)
+                        continue;
+                return makedev(maj, min);
+        }
+        return 0;
+}
+
+static uint64_t le64_at(const uint8_t *p) {
+        uint64_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return le64toh(v);
+}
+
+static uint32_t le32_at(const uint8_t *p) {
+        uint32_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return le32toh(v);
+}
+
+/* The GPT header at @lba and its entry array are metadata. Its alternate's LBA goes to
+ * *ret_alternate. 0, -EBADMSG if there is no valid header at @lba, or -ENOMEM. */
+static int add_gpt_header(Discovery *d, uint64_t sector_size, uint64_t lba,
+                          uint64_t *ret_alternate) {
+        uint8_t h[92];
+        uint64_t entries_lba, entries_bytes;
+        uint32_t n_entries, entry_size;
+        int r;
+
+        if (lba >= d->size / sector_size ||
+            pread(d->fd, h, sizeof(h), (off_t)(lba * sector_size)) != (ssize_t)sizeof(h) ||
+            memcmp(h, "EFI PART", 8) != 0 || le64_at(h + 24) != lba)
+                return -EBADMSG;
+        entries_lba = le64_at(h + 72);
+        n_entries = le32_at(h + 80);
+        entry_size = le32_at(h + 84);
+        if (n_entries > GPT_ENTRIES_MAX || entry_size > GPT_ENTRY_SIZE_MAX ||
+            entries_lba >= d->size / sector_size)
+                return -EBADMSG;
+        entries_bytes = DIV_ROUND_UP((uint64_t)n_entries * entry_size, sector_size) * sector_size;
+        r = fs_range_list_add(&d->list, lba * sector_size, sector_size, FS_RANGE_METADATA);
+        if (r >= 0)
+                r = fs_range_list_add(&d->list, entries_lba * sector_size, entries_bytes,
+                                      FS_RANGE_METADATA);
+        *ret_alternate = le64_at(h + 32);
+        return r;
+}
+
+/* Protective MBR, the header libblkid used (primary, or the backup if the primary is bad),
+ * then the other one, each with its entries. A header that does not parse is left to the gap
+ * around it: used. */
+static int add_gpt(Discovery *d, uint64_t sector_size, uint64_t header_offset) {
+        uint64_t alternate = 0, ignored;
+        int r;
+
+        r = fs_range_list_add(&d->list, 0, sector_size, FS_RANGE_METADATA);
+        if (r >= 0)
+                r = add_gpt_header(d, sector_size, header_offset / sector_size, &alternate);
+        if (r >= 0)
+                r = add_gpt_header(d, sector_size, alternate, &ignored);
+        return r == -EBADMSG ? 0 : r;
+}
+
+/* The table's own sectors: all of GPT's; for MBR and others the sector that holds it (the
+ * extended boot records of logical partitions lie in gaps, which are used anyway). */
+static int add_table_metadata(Discovery *d, blkid_probe pr, blkid_parttable table) {
+        uint64_t sector_size = blkid_probe_get_sectorsize(pr);
+        blkid_loff_t offset = blkid_parttable_get_offset(table);
+
+        if (sector_size < SECTOR || offset < 0)
+                return 0;
+        if (streq_ptr(d->table_type, "gpt"))
+                return add_gpt(d, sector_size, (uint64_t)offset);
+        return fs_range_list_add(&d->list, (uint64_t)offset / sector_size * sector_size,
+                                 sector_size, FS_RANGE_METADATA);
+}
+
+static int add_partitions(Discovery *d, blkid_partlist partitions) {
+        int n = blkid_partlist_numof_partitions(partitions);
+
+        for (int i = 0; i < n; i++) {
+                blkid_partition p = blkid_partlist_get_partition(partitions, i);
+                blkid_loff_t start, size;
+                Region *r;
+
+                if (!p || blkid_partition_is_extended(p))
+                        continue; /* a container of logical partitions */
+                start = blkid_partition_get_start(p);
+                size = blkid_partition_get_size(p);
+                if (start < 0 || size <= 0 || (uint64_t)start >= d->size / SECTOR)
+                        continue;
+                r = region_add(d, (uint64_t)start * SECTOR,
+                               MIN((uint64_t)size * SECTOR, d->size - (uint64_t)start * SECTOR),
+                               blkid_partition_get_partno(p));
+                if (!r)
+                        return -ENOMEM;
+                if (S_ISBLK(d->st.st_mode))
+                        r->dev = partition_dev(d->st.st_rdev, r->offset, r->size);
+        }
+        mark_overlaps(d);
+        return 0;
+}
+
+/* Partitions become regions; without a partition table the whole device is one. */
+static int probe_partitions(Discovery *d, char **error) {
+        _cleanup_(blkid_free_probep) blkid_probe pr = blkid_new_probe();
+        blkid_partlist partitions;
+        blkid_parttable table;
+        Region *whole;
+        int r;
+
+        if (!pr)
+                return -ENOMEM;
+        if (blkid_probe_set_device(pr, d->fd, 0, (blkid_loff_t)d->size) < 0) {
+                (void)set_stringf(error, "Cannot probe the device with libblkid");
+                return -EIO;
+        }
+        (void)blkid_probe_enable_superblocks(pr, 0);
+        (void)blkid_probe_enable_partitions(pr, 1);
+        /* NULL for "no partition table" as well as for a table libblkid gave up on: either way,
+         * what is at the start of the whole device decides, and unknown content is used. */
+        partitions = blkid_probe_get_partitions(pr);
+        table = partitions ? blkid_partlist_get_table(partitions) : NULL;
+        if (table) {
+                r = set_string(&d->table_type, strempty(blkid_parttable_get_type(table)));
+                if (r >= 0)
+                        r = add_table_metadata(d, pr, table);
+                if (r >= 0)
+                        r = add_partitions(d, partitions);
+                return r;
+        }
+        whole = region_add(d, 0, d->size, 0);
+        if (!whole)
+                return -ENOMEM;
+        if (S_ISBLK(d->st.st_mode))
+                whole->dev = d->st.st_rdev;
+        return 0;
+}
+
+/* libblkid's TYPE of the region's content, or a detail that says why there is none. */
+static int probe_content(Discovery *d, Region *region) {
+        _cleanup_(blkid_free_probep) blkid_probe pr = blkid_new_probe();
+        const char *type = NULL;
+        int r;
+
+        if (!pr)
+                return -ENOMEM;
+        if (blkid_probe_set_device(pr, d->fd, (blkid_loff_t)region->offset,
+                                   (blkid_loff_t)region->size) < 0)
+                return set_string(&region->detail, "content not probed (libblkid failed)");
+        (void)blkid_probe_enable_superblocks(pr, 1);
+        (void)blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+        r = blkid_do_safeprobe(pr);
+        if (r == -2)
+                return set_string(&region->detail, "signatures of several file systems");
+        if (r < 0)
+                return set_string(&region->detail, "content not probed (libblkid failed)");
+        if (r == 1 || blkid_probe_lookup_value(pr, "TYPE", &type, NULL) < 0 || !type)
+                return set_string(&region->detail, "unknown content");
+        return set_string(&region->fstype, type);
+}
+
+static bool is_ext(const char *fstype) {
+        return streq_ptr(fstype, "ext2") || streq_ptr(fstype, "ext3") ||
+               streq_ptr(fstype, "ext4") || streq_ptr(fstype, "ext4dev");
+}
+
+/* Mounted: GETFSMAP. Returns 1 if that mapped the region, 0 to go on (state set), or -ENOMEM. */
+static int try_mounted(Discovery *d, Region *region) {
+        _cleanup_free_ char *mount_point = NULL, *failure = NULL;
+        _cleanup_close_ int mount_fd = -1;
+        int r;
+
+        if (region->dev == 0)
+                return set_string(&region->state,
+                                  S_ISREG(d->st.st_mode) ? "image file" : "mount state unknown");
+        r = fslayout_find_mount(region->dev, &mount_point, &mount_fd);
+        if (r == -ENOENT)
+                return set_string(&region->state, "unmounted");
+        if (r == -EXDEV)
+                return set_stringf(&region->state, "mounted on %s, hidden from here",
+                                   strempty(mount_point));
+        if (r < 0) {
+                errno = -r;
+                return set_stringf(&region->state, "mounted on %s, not accessible: %m",
+                                   strempty(mount_point));
+        }
+        r = fslayout_scan_fsmap(mount_fd, region->dev, region->offset, region->size, &d->list,
+                                &failure);
+        if (r < 0)
+                return r;
+        if (r == FS_SCAN_MAPPED) {
+                region->method = "GETFSMAP";
+                region->result = FS_SCAN_MAPPED;
+                region->detail = TAKE_PTR(failure);
+                r = set_stringf(&region->state, "mounted on %s", mount_point);
+                return r < 0 ? r : 1;
+        }
+        return set_stringf(&region->state, "mounted on %s, %s", mount_point, strempty(failure));
+}
+
+static int scan_ext(Discovery *d, Region *region) {
+        int r;
+
+        r = fslayout_scan_ext(d->path, region->offset, region->size, false, &d->list,
+                              &region->detail);
+        if (r < 0)
+                return r;
+        region->result = r;
+        if (r != FS_SCAN_FAILED)
+                region->method = "libext2fs";
+        return 0;
+}
+
+/* A mounted ext4's GETFSMAP reports its journal as in use by nobody in particular. Where the
+ * journal and the rest of the static metadata lie does not change while mounted: libext2fs can
+ * read that from the device. If it cannot, GETFSMAP's answer stands. */
+static int add_ext_metadata(Discovery *d, Region *region) {
+        _cleanup_free_ char *ignored = NULL;
+        int r;
+
+        r = fslayout_scan_ext(d->path, region->offset, region->size, true, &d->list, &ignored);
+        if (r < 0)
+                return r;
+        if (r == FS_SCAN_METADATA_ONLY)
+                region->method = "GETFSMAP, libext2fs for the journal";
+        return 0;
+}
+
+static int scan_region(Discovery *d, Region *region) {
+        bool xfs;
+        int r;
+
+        if (region->overlaps)
+                return 0;
+        r = probe_content(d, region);
+        if (r < 0 || !region->fstype)
+                return r;
+        xfs = streq_ptr(region->fstype, "xfs");
+        if (!xfs && !is_ext(region->fstype))
+                return set_string(&region->detail, "free space unknown");
+        r = try_mounted(d, region);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return is_ext(region->fstype) ? add_ext_metadata(d, region) : 0;
+        if (xfs)
+                return set_string(
+                        &region->detail,
+                        strncmp(strempty(region->state), "mounted", 7) == 0
+                                ? "free space unknown"
+                                : "free space unknown (XFS is mapped only while mounted)");
+        return scan_ext(d, region);
+}
+
+static int note_add(Discovery *d, char *note) {
+        char **p;
+
+        if (!note)
+                return -ENOMEM;
+        p = reallocarray(d->notes, d->n_notes + 1, sizeof(char *));
+        if (!p) {
+                free(note);
+                return -ENOMEM;
+        }
+        d->notes = p;
+        d->notes[d->n_notes++] = note;
+        return 0;
+}
+
+static char *region_label(const Region *region) {
+        char size[FORMAT_BYTES_MAX], name[64], *s;
+
+        if (region->partno > 0)
+                (void)snprintf(name, sizeof(name), "partition %d", region->partno);
+        else
+                (void)snprintf(name, sizeof(name), "no partition table: whole device");
+        (void)format_bytes(size, sizeof(size), region->size);
+        if (asprintf(&s, "%s (%s%s%s%s%s)", name, strempty(region->fstype),
+                     region->fstype ? ", " : "", size, region->state ? ", " : "",
+                     strempty(region->state)) < 0)
+                return NULL;
+        return s;
+}
+
+static char *region_note(const FsLayout *l, const Region *region) {
+        _cleanup_free_ char *label = region_label(region);
+        char used[FORMAT_BYTES_MAX], metadata[FORMAT_BYTES_MAX], free_[FORMAT_BYTES_MAX], *s;
+        uint64_t off = region->offset, size = region->size;
+        int r;
+
+        if (!label)
+                return NULL;
+        (void)format_bytes(used, sizeof(used), fslayout_bytes_in(l, off, size, FS_RANGE_USED));
+        (void)format_bytes(metadata, sizeof(metadata),
+                           fslayout_bytes_in(l, off, size, FS_RANGE_METADATA));
+        (void)format_bytes(free_, sizeof(free_), fslayout_bytes_in(l, off, size, FS_RANGE_FREE));
+        if (region->overlaps)
+                r = asprintf(&s, "partition %d: overlaps partition %d, ignored", region->partno,
+                             region->overlaps);
+        else if (region->result == FS_SCAN_MAPPED)
+                r = asprintf(&s, "%s: %s used, %s metadata, %s free (%s)%s%s", label, used,
+                             metadata, free_, region->method, region->detail ? "; " : "",
+                             strempty(region->detail));
+        else if (region->result == FS_SCAN_METADATA_ONLY)
+                r = asprintf(&s, "%s: %s metadata, the rest treated as used: %s (%s)", label,
+                             metadata, strempty(region->detail), region->method);
+        else
+                r = asprintf(&s, "%s: %s, treated as used", label,
+                             region->detail ?: "unknown content");
+        return r < 0 ? NULL : s;
+}
+
+static const char *table_name(const char *type) {
+        return streq_ptr(type, "gpt") ? "GPT" : streq_ptr(type, "dos") ? "MBR" : type;
+}
+
+/* The table's note, then one per partition, then the gaps; or the one of the whole device. */
+static int add_notes(Discovery *d, const FsLayout *l) {
+        uint64_t region_metadata = 0, region_used = 0, covered = 0;
+        char metadata[FORMAT_BYTES_MAX], gaps[FORMAT_BYTES_MAX], *s;
+        int r = 0;
+
+        for (size_t i = 0; i < d->n_regions; i++) {
+                const Region *region = &d->regions[i];
+
+                if (region->overlaps)
+                        continue;
+                region_metadata +=
+                        fslayout_bytes_in(l, region->offset, region->size, FS_RANGE_METADATA);
+                region_used += fslayout_bytes_in(l, region->offset, region->size, FS_RANGE_USED);
+                covered += region->size;
+        }
+        if (d->table_type) {
+                (void)format_bytes(metadata, sizeof(metadata),
+                                   fslayout_bytes(l, FS_RANGE_METADATA) - region_metadata);
+                if (asprintf(&s, "%s partition table, %zu partition%s: %s metadata",
+                             table_name(d->table_type), d->n_regions, d->n_regions == 1 ? "" : "s",
+                             metadata) < 0)
+                        s = NULL;
+                r = note_add(d, s);
+        }
+        for (size_t i = 0; r >= 0 && i < d->n_regions; i++)
+                r = note_add(d, region_note(l, &d->regions[i]));
+        if (r >= 0 && d->table_type && covered < d->size) {
+                (void)format_bytes(gaps, sizeof(gaps),
+                                   fslayout_bytes(l, FS_RANGE_USED) - region_used);
+                if (asprintf(&s, "outside the partitions: %s, treated as used", gaps) < 0)
+                        s = NULL;
+                r = note_add(d, s);
+        }
+        return r;
+}
+
+int fslayout_discover(int fd, uint64_t device_size, FsLayout *ret, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        Discovery d = {.fd = -1, .size = device_size};
+        FsLayout l = {};
+        int r = 0;
+
+        if (device_size == 0) {
+                r = -EINVAL;
+                (void)set_string(&error, "The device is empty");
+        }
+        if (r >= 0)
+                r = discovery_open(&d, fd, &error);
+        if (r >= 0)
+                r = probe_partitions(&d, &error);
+        for (size_t i = 0; r >= 0 && i < d.n_regions; i++)
+                r = scan_region(&d, &d.regions[i]);
+        if (r >= 0)
+                r = fs_ranges_normalize(d.list.ranges, d.list.n, d.size, &l.ranges, &l.n_ranges);
+        if (r >= 0)
+                r = add_notes(&d, &l);
+        if (r >= 0) {
+                l.notes = TAKE_PTR(d.notes);
+                l.n_notes = d.n_notes;
+                d.n_notes = 0;
+                *ret = l;
+        } else {
+                errno = -r;
+                if (!error)
+                        (void)set_stringf(&error, "Cannot map the device: %m");
+                if (ret_error)
+                        *ret_error = TAKE_PTR(error);
+                fslayout_free(&l);
+        }
+        discovery_done(&d);
+        return r;
+}
