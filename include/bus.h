@@ -2,8 +2,10 @@
 /*
  * The D-Bus status object of one running hydration: bus name org.ebshydrate.Volume1.<kernel
  * name>, object /org/ebshydrate/Volume1, read-only properties that anyone may read, and
- * Pause/Resume/SetRateLimit for root. Properties are snapshots refreshed once a second, so
- * PropertiesChanged is emitted at most about once a second, and at once on a state change.
+ * Pause/Resume/SetRateLimit for root. Phase and PhaseProgress show the plan's stages
+ * (metadata, hot-paths, used, free; "done" at the end). Properties are snapshots refreshed once a
+ * second, so PropertiesChanged is emitted at most about once a second, and at once on a state
+ * change.
  */
 #pragma once
 

@@ -20,12 +20,25 @@
 #define HYDRATE_BLOCK_SIZE_MIN UINT64_C(4096)
 #define HYDRATE_BLOCK_SIZE_MAX (UINT64_C(64) << 20)
 
+/* Mode=: what to read of a device whose file systems say which blocks are free. */
+typedef enum HydrateMode {
+        HYDRATE_MODE_FULL, /* every block; free space last */
+        HYDRATE_MODE_USED, /* free space is never read */
+        _HYDRATE_MODE_MAX,
+} HydrateMode;
+
+#define HYDRATE_DEFAULT_MODE HYDRATE_MODE_FULL
+
 /* What a [Hydrate] section sets. Defaults come from hydrate_settings_init(). */
 typedef struct HydrateSettings {
         bool enabled;         /* Enabled= */
         unsigned queue_depth; /* QueueDepth=, 1..HYDRATE_QUEUE_DEPTH_MAX, or _AUTO */
         uint64_t block_size;  /* BlockSize=, multiple of 4096 within [MIN, MAX] */
         uint64_t rate_limit;  /* RateLimit=, bytes per second, 0 = unlimited */
+        HydrateMode mode;     /* Mode= */
+        /* HotPaths=: absolute paths separated by spaces, "" for none; a later assignment
+         * replaces an earlier one. Fits one line of a file, so it is kept by value. */
+        char hot_paths[CONFIG_LINE_MAX + 1];
 } HydrateSettings;
 
 /* What a [Match] section can test. Any field may be NULL or "" (unknown): it then matches nothing.
@@ -48,10 +61,16 @@ void hydrate_settings_init(HydrateSettings *s);
 int hydrate_parse_queue_depth(const char *s, unsigned *ret);
 int hydrate_parse_block_size(const char *s, uint64_t *ret);
 int hydrate_parse_rate_limit(const char *s, uint64_t *ret);
+/* hydrate_parse_mode(): "full" or "used". */
+int hydrate_parse_mode(const char *s, HydrateMode *ret);
+/* hydrate_mode_to_string() - "full", "used", or NULL for an invalid value. */
+const char *hydrate_mode_to_string(HydrateMode mode);
 
 #define HYDRATE_QUEUE_DEPTH_SYNTAX "auto or an integer from 1 to 1024"
 #define HYDRATE_BLOCK_SIZE_SYNTAX "a multiple of 4096 from 4K to 64M"
 #define HYDRATE_RATE_LIMIT_SYNTAX "bytes per second such as 200M, or 0, off or none"
+#define HYDRATE_MODE_SYNTAX "full or used"
+#define HYDRATE_HOT_PATHS_SYNTAX "absolute paths separated by spaces"
 
 /*
  * config_load() - merge the configuration that applies to @target.

@@ -13,6 +13,8 @@
 
 #include "config.h"
 #include "device.h"
+#include "fslayout.h"
+#include "plan.h"
 #include "state.h"
 
 #define HYDRATOR_CHECKPOINT_INTERVAL_USEC (5 * UINT64_C(1000000))
@@ -75,7 +77,8 @@ typedef struct HydratorStatus {
         uint64_t stalled_usec;         /* > 0: no read completed for this long (stalled) */
         size_t n_bad;                  /* unreadable ranges recorded */
         const ByteRange *bad;
-        int error; /* negative errno when FAILED */
+        int error;         /* negative errno when FAILED */
+        PlanProgress plan; /* stages: current, done and total bytes of each */
 } HydratorStatus;
 
 /*
@@ -87,6 +90,14 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
                  int state_dir_fd, const HydrateSettings *settings);
 Hydrator *hydrator_free(Hydrator *h);
 void hydrator_freep(Hydrator **h);
+
+/*
+ * hydrator_set_layout() - plan by what the file systems of the device hold (@layout, or NULL
+ * for "all used") and @hot byte ranges, in the order of plan.h, honouring Mode=. Before
+ * hydrator_start() only. Without it the whole device is read in offset order.
+ * Return: 0, -ENOMEM or -EBUSY (started already).
+ */
+int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot);
 
 /* hydrator_start() - begin reading. @finished is called once, when the phase stops being HYDRATING.
  */
@@ -105,5 +116,9 @@ int hydrator_resume(Hydrator *h);
 /* hydrator_set_rate_limit() - bytes per second from now on, 0 = unlimited. */
 void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second);
 
+/* hydrator_state_complete() - the checkpoint says every chunk of the device was read. */
+bool hydrator_state_complete(const Hydrator *h);
+/* hydrator_already_complete() - nothing left to read: every chunk, or (Mode=used, once the plan
+ * is set) every chunk that is not free space. */
 bool hydrator_already_complete(const Hydrator *h);
 void hydrator_get_status(const Hydrator *h, HydratorStatus *ret);

@@ -20,6 +20,13 @@
 #define VOLUME_STATE_FAILED "failed"
 #define VOLUME_STATE_STOPPED "stopped"
 
+/* One stage of a running daemon's plan (D-Bus PhaseProgress). */
+typedef struct VolumePhase {
+        char *name; /* metadata, hot-paths, used, free, or whatever a newer daemon reports */
+        uint64_t done_bytes;
+        uint64_t total_bytes;
+} VolumePhase;
+
 typedef struct VolumeInfo {
         char *volume_id;   /* the state key: EBS volume id or another stable key */
         char *device;      /* /dev/nvme1n1; "" when not running */
@@ -31,6 +38,9 @@ typedef struct VolumeInfo {
         uint64_t rate_bytes_per_second; /* 0 when not running */
         uint64_t eta_seconds;           /* 0 when unknown or not hydrating */
         uint64_t error_count;           /* unreadable ranges recorded */
+        char *phase;                    /* D-Bus Phase: the stage being read, "done"; "" unknown */
+        VolumePhase *phases;            /* D-Bus PhaseProgress; NULL when not running */
+        size_t n_phases;
         bool running;
 } VolumeInfo;
 
@@ -47,6 +57,9 @@ int volume_info_init(VolumeInfo *ret, const char *volume_id, const char *device,
                      const char *device_name, const char *kernel_name, const char *state);
 /* volume_info_done() - free the strings of @v and zero it. */
 void volume_info_done(VolumeInfo *v);
+/* volume_info_add_phase() - append a stage to @v->phases. 0 or -ENOMEM. */
+int volume_info_add_phase(VolumeInfo *v, const char *name, uint64_t done_bytes,
+                          uint64_t total_bytes);
 
 /*
  * volume_info_from_state() - describe a volume that only has a state file: "completed" if the

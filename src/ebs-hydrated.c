@@ -23,6 +23,8 @@
 #include "bus.h"
 #include "config.h"
 #include "device.h"
+#include "fslayout.h"
+#include "hotpaths.h"
 #include "hydrator.h"
 #include "identity.h"
 #include "log.h"
@@ -47,7 +49,7 @@ typedef struct Args {
         const char *state_key;
         ProgressMode progress;
         bool no_bus;
-        bool set_queue_depth, set_block_size, set_rate_limit;
+        bool set_queue_depth, set_block_size, set_rate_limit, set_mode;
         HydrateSettings cli; /* only the fields flagged above are meaningful */
 } Args;
 
@@ -57,6 +59,7 @@ typedef struct Run {
         HydrateBus *bus;
         char devnode[80]; /* /dev/<kernel name>, for the journal */
         char *state_dir;  /* the state directory's path, for messages */
+        const char *sysfs_root;
         sd_event_source *bar_timer;
         sd_event_source *status_timer;
         bool bar;
@@ -80,6 +83,9 @@ static void help(void) {
                "                           8 TiB), so SIZE is rounded down to whole chunks\n"
                "  -r, --rate-limit=RATE    bytes per second, e.g. 200M; 0, off or none =\n"
                "                           unlimited (default)\n"
+               "      --mode=MODE          full (default): every block, free space last; used:\n"
+               "                           only what the file systems use, free space stays\n"
+               "                           cold\n"
                "      --state-dir=DIR      where checkpoints live (default $STATE_DIRECTORY,\n"
                "                           else %s)\n"
                "      --config-dir=DIR     read DIR/hydrate.conf and DIR/hydrate.conf.d/*.conf\n"
@@ -101,6 +107,16 @@ static void help(void) {
                EBS_HYDRATE_ETC_CONF_DIR);
 }
 
+enum {
+        ARG_STATE_DIR = 0x100,
+        ARG_CONFIG_DIR,
+        ARG_STATE_KEY,
+        ARG_PROGRESS,
+        ARG_NO_BUS,
+        ARG_VERSION,
+        ARG_MODE,
+};
+
 static int parse_option_value(int opt, const char *value, Args *a) {
         switch (opt) {
         case 'q':
@@ -121,18 +137,15 @@ static int parse_option_value(int opt, const char *value, Args *a) {
                                                value, HYDRATE_RATE_LIMIT_SYNTAX);
                 a->set_rate_limit = true;
                 return 0;
+        case ARG_MODE:
+                if (hydrate_parse_mode(value, &a->cli.mode) < 0)
+                        return log_error_errno(-EINVAL, "Invalid --mode '%s': expected %s", value,
+                                               HYDRATE_MODE_SYNTAX);
+                a->set_mode = true;
+                return 0;
         }
         return -EINVAL;
 }
-
-enum {
-        ARG_STATE_DIR = 0x100,
-        ARG_CONFIG_DIR,
-        ARG_STATE_KEY,
-        ARG_PROGRESS,
-        ARG_NO_BUS,
-        ARG_VERSION,
-};
 
 /* Returns 1 to run, 0 to exit successfully (--help), negative errno on bad usage. */
 static int parse_argv(int argc, char *argv[], Args *a) {
@@ -140,6 +153,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 {"queue-depth", required_argument, NULL, 'q'},
                 {"block-size", required_argument, NULL, 'b'},
                 {"rate-limit", required_argument, NULL, 'r'},
+                {"mode", required_argument, NULL, ARG_MODE},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
                 {"state-key", required_argument, NULL, ARG_STATE_KEY},
@@ -156,6 +170,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case 'q':
                 case 'b':
                 case 'r':
+                case ARG_MODE:
                         r = parse_option_value(c, optarg, a);
                         if (r < 0)
                                 return r;
@@ -267,6 +282,8 @@ static int load_settings(const Args *a, const DeviceIdentity *id, HydrateSetting
                 ret->block_size = a->cli.block_size;
         if (a->set_rate_limit)
                 ret->rate_limit = a->cli.rate_limit;
+        if (a->set_mode)
+                ret->mode = a->cli.mode;
         return 0;
 }
 
@@ -387,6 +404,13 @@ static void on_finished(Hydrator *h, void *userdata) {
         (void)sd_event_exit(run->event, 0);
 }
 
+/* Bytes Mode=used leaves unread: free space not hydrated, 0 in full mode. */
+static uint64_t cold_free_bytes(const HydratorStatus *st) {
+        if (!st->plan.skip_free)
+                return 0;
+        return st->plan.total_bytes[PLAN_STAGE_FREE] - st->plan.done_bytes[PLAN_STAGE_FREE];
+}
+
 static void print_summary(Run *run) {
         char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32];
         HydratorStatus st;
@@ -394,6 +418,21 @@ static void print_summary(Run *run) {
 
         hydrator_get_status(run->hydrator, &st);
         secs = (double)st.run_usec / 1e6;
+        if (st.phase == HYDRATOR_COMPLETE && cold_free_bytes(&st) > 0) {
+                char used[FORMAT_BYTES_MAX], cold[FORMAT_BYTES_MAX];
+
+                printf("%s: hydrated %s of used blocks; %s free space left cold (Mode=used); "
+                       "read %s in %.1f s (%s average)\n",
+                       st.key,
+                       format_bytes(used, sizeof(used),
+                                    st.size - st.plan.total_bytes[PLAN_STAGE_FREE]),
+                       format_bytes(cold, sizeof(cold), cold_free_bytes(&st)),
+                       format_bytes(read, sizeof(read), st.run_bytes), secs,
+                       format_rate(rate, sizeof(rate),
+                                   secs > 0 ? (uint64_t)((double)st.run_bytes / secs) : 0));
+                fflush(stdout);
+                return;
+        }
         printf("%s: %s %s of %s in %.1f s (%s average)", st.key,
                st.phase == HYDRATOR_COMPLETE     ? "hydrated, read"
                : st.phase == HYDRATOR_UNREADABLE ? "finished with unreadable ranges, read"
@@ -427,6 +466,16 @@ static void log_outcome(const Run *run, const HydratorStatus *st) {
         format_bytes(total, sizeof(total), st->size);
         switch (st->phase) {
         case HYDRATOR_COMPLETE:
+                if (cold_free_bytes(st) > 0) {
+                        char cold[FORMAT_BYTES_MAX];
+
+                        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, st->key, run->devnode,
+                                   "%s (%s): hydration complete, all used blocks read; %s free "
+                                   "space left cold (Mode=used)",
+                                   st->key, run->devnode,
+                                   format_bytes(cold, sizeof(cold), cold_free_bytes(st)));
+                        break;
+                }
                 log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, st->key, run->devnode,
                            "%s (%s): hydration complete, all %s read", st->key, run->devnode,
                            total);
@@ -462,6 +511,70 @@ static int exit_code_for(const HydratorStatus *st) {
         }
 }
 
+/* HotPaths= as byte ranges of the device; what cannot be mapped was warned about. */
+static int resolve_hot_paths(const Run *run, const BlockDevice *dev, const HydrateSettings *s,
+                             ByteRange **ret, size_t *ret_n) {
+        struct stat st;
+        int r;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (s->hot_paths[strspn(s->hot_paths, " \t")] == '\0')
+                return 0;
+        if (fstat(dev->fd, &st) < 0)
+                return log_warning_errno(-errno, "Cannot stat %s, ignoring HotPaths=: %m",
+                                         dev->path),
+                       0;
+        r = hotpaths_resolve(s->hot_paths, st.st_rdev, run->sysfs_root, ret, ret_n);
+        if (r < 0)
+                return log_error_errno(r, "Failed to resolve HotPaths=: %m");
+        return 0;
+}
+
+static void log_plan(const Run *run, const char *key, const HydrateSettings *s) {
+        char b[_PLAN_STAGE_MAX][FORMAT_BYTES_MAX];
+        HydratorStatus st;
+
+        hydrator_get_status(run->hydrator, &st);
+        for (PlanStage i = 0; i < _PLAN_STAGE_MAX; i++)
+                format_bytes(b[i], sizeof(b[i]), st.plan.total_bytes[i]);
+        log_info("%s: plan: metadata %s, hot paths %s, used %s, free %s%s", key,
+                 b[PLAN_STAGE_METADATA], b[PLAN_STAGE_HOT], b[PLAN_STAGE_USED], b[PLAN_STAGE_FREE],
+                 !st.plan.fs_aware              ? " (whole device, in offset order)"
+                 : s->mode == HYDRATE_MODE_USED ? "; Mode=used: free space is not read"
+                                                : "");
+}
+
+/*
+ * Maps the file systems of @dev (read-only) and plans by them. A device without a file system
+ * that can be mapped is read whole, in offset order, as it always was; only running out of
+ * memory is an error.
+ */
+static int plan_by_layout(Run *run, const BlockDevice *dev, const char *key,
+                          const HydrateSettings *settings) {
+        _cleanup_(fslayout_free) FsLayout layout = {};
+        _cleanup_free_ ByteRange *hot = NULL;
+        _cleanup_free_ char *error = NULL;
+        size_t n_hot = 0;
+        int r, mapped;
+
+        mapped = fslayout_discover(dev->fd, dev->size, &layout, &error);
+        if (mapped < 0)
+                log_warning("%s: cannot map the file systems of %s (%s); reading the whole "
+                            "device, in offset order",
+                            key, run->devnode, error ?: strerror(-mapped));
+        for (size_t i = 0; mapped >= 0 && i < layout.n_notes; i++)
+                log_info("%s: %s", run->devnode, layout.notes[i]);
+        r = resolve_hot_paths(run, dev, settings, &hot, &n_hot);
+        if (r < 0)
+                return r;
+        r = hydrator_set_layout(run->hydrator, mapped >= 0 ? &layout : NULL, hot, n_hot);
+        if (r < 0)
+                return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
+        log_plan(run, key, settings);
+        return 0;
+}
+
 static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char *key) {
         HydrateBusIdentity bid = {key, id->kernel_name, id->device_name};
 
@@ -494,21 +607,41 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         r = hydrator_new(&run->hydrator, run->event, dev, key, dir_fd, settings);
         if (r < 0)
                 return EXIT_FAILED;
+        /* A volume read in full needs no plan: mapping it would read its metadata again on
+         * every start (libblkid's and libext2fs's reads go through the page cache, which the
+         * kernel drops when the device is closed), and "already hydrated" reads nothing. */
+        if (!hydrator_state_complete(run->hydrator) && plan_by_layout(run, dev, key, settings) < 0)
+                return EXIT_FAILED;
+        hydrator_get_status(run->hydrator, &st);
         if (hydrator_already_complete(run->hydrator)) {
-                printf("%s: already hydrated, nothing to read\n", key);
-                (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);
+                char cold[FORMAT_BYTES_MAX];
+                uint64_t n = st.size - st.done_bytes;
+
+                if (n == 0) {
+                        printf("%s: already hydrated, nothing to read\n", key);
+                        (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);
+                } else {
+                        format_bytes(cold, sizeof(cold), n);
+                        printf("%s: already hydrated (Mode=used: %s free space left cold), "
+                               "nothing to read\n",
+                               key, cold);
+                        (void)sd_notifyf(false,
+                                         "READY=1\nSTATUS=%s: already hydrated (Mode=used: %s "
+                                         "free space left cold)",
+                                         key, cold);
+                }
                 return EXIT_COMPLETE;
         }
-        hydrator_get_status(run->hydrator, &st);
         pm = progress_permille(st.done_bytes, st.size);
         if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
                 (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
         else
                 (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
         log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
-                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s",
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s",
                    run->devnode, key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
-                   settings->rate_limit ? ", rate limited" : "");
+                   settings->rate_limit ? ", rate limited" : "",
+                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "");
         if (publish(run, a, id, key) < 0)
                 return EXIT_FAILED;
 
@@ -577,6 +710,7 @@ static int run_main(const Args *a) {
                 snprintf(id.kernel_name, sizeof(id.kernel_name), "%s", dev.kernel_name);
         }
         snprintf(run.devnode, sizeof(run.devnode), "/dev/%s", dev.kernel_name);
+        run.sysfs_root = sysfs_root;
         code = EXIT_USAGE;
         if (state_key_for(a, &id, key, sizeof(key)) < 0 || load_settings(a, &id, &settings) < 0)
                 goto out;

@@ -30,6 +30,8 @@ typedef struct BusProperties {
         uint64_t rate_bytes_per_second;
         uint64_t eta_seconds;
         uint64_t error_count;
+        const char *phase;   /* static string: the plan stage being read, or "done" */
+        PlanProgress stages; /* PhaseProgress */
 } BusProperties;
 
 struct HydrateBus {
@@ -94,6 +96,23 @@ static void snapshot(const Hydrator *h, BusProperties *p) {
         p->rate_bytes_per_second = st.rate;
         p->eta_seconds = eta == PROGRESS_ETA_UNKNOWN ? 0 : eta;
         p->error_count = st.n_bad;
+        p->phase = plan_stage_to_string(st.plan.current);
+        p->stages = st.plan;
+}
+
+/* PhaseProgress a(stt): (name, done bytes, total bytes) of each stage that has bytes. */
+static int property_get_phase_progress(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        const PlanProgress *pp = &((HydrateBus *)userdata)->props.stages;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(stt)");
+        for (PlanStage s = 0; r >= 0 && s < _PLAN_STAGE_MAX; s++)
+                if (pp->total_bytes[s] > 0)
+                        r = sd_bus_message_append(reply, "(stt)", plan_stage_to_string(s),
+                                                  pp->done_bytes[s], pp->total_bytes[s]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
 static int check_root(sd_bus_message *m, sd_bus_error *error) {
@@ -181,6 +200,9 @@ static const sd_bus_vtable volume_vtable[] = {
         PROP_CHANGING("RateBytesPerSecond", "t", rate_bytes_per_second),
         PROP_CHANGING("EtaSeconds", "t", eta_seconds),
         PROP_CHANGING("ErrorCount", "t", error_count),
+        PROP_CHANGING("Phase", "s", phase),
+        SD_BUS_PROPERTY("PhaseProgress", "a(stt)", property_get_phase_progress, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("SetRateLimit", "t", "", method_set_rate_limit, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -189,7 +211,7 @@ static const sd_bus_vtable volume_vtable[] = {
 
 void hydrate_bus_refresh(HydrateBus *b) {
         BusProperties old = b->props;
-        const char *changed[8];
+        const char *changed[10];
         size_t n = 0;
         int r;
 
@@ -206,6 +228,13 @@ void hydrate_bus_refresh(HydrateBus *b) {
                 changed[n++] = "EtaSeconds";
         if (old.error_count != b->props.error_count)
                 changed[n++] = "ErrorCount";
+        if (old.phase != b->props.phase)
+                changed[n++] = "Phase";
+        if (memcmp(old.stages.done_bytes, b->props.stages.done_bytes,
+                   sizeof(old.stages.done_bytes)) != 0 ||
+            memcmp(old.stages.total_bytes, b->props.stages.total_bytes,
+                   sizeof(old.stages.total_bytes)) != 0)
+                changed[n++] = "PhaseProgress";
         if (n == 0)
                 return;
         changed[n] = NULL;

@@ -105,6 +105,7 @@ void hydrate_settings_init(HydrateSettings *s) {
                 .queue_depth = HYDRATE_DEFAULT_QUEUE_DEPTH,
                 .block_size = HYDRATE_DEFAULT_BLOCK_SIZE,
                 .rate_limit = 0,
+                .mode = HYDRATE_DEFAULT_MODE,
         };
 }
 
@@ -324,6 +325,24 @@ int hydrate_parse_rate_limit(const char *s, uint64_t *ret) {
         return parse_size(s, ret) < 0 ? -EINVAL : 0;
 }
 
+static const char *const mode_names[_HYDRATE_MODE_MAX] = {
+        [HYDRATE_MODE_FULL] = "full",
+        [HYDRATE_MODE_USED] = "used",
+};
+
+const char *hydrate_mode_to_string(HydrateMode mode) {
+        return mode >= 0 && mode < _HYDRATE_MODE_MAX ? mode_names[mode] : NULL;
+}
+
+int hydrate_parse_mode(const char *s, HydrateMode *ret) {
+        for (HydrateMode m = 0; m < _HYDRATE_MODE_MAX; m++)
+                if (streq(s, mode_names[m])) {
+                        *ret = m;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 static int parse_queue_depth(Parser *p, const char *key, const char *value) {
         if (hydrate_parse_queue_depth(value, &p->settings.queue_depth) < 0)
                 return parser_fail_value(p, key, value, HYDRATE_QUEUE_DEPTH_SYNTAX);
@@ -342,6 +361,28 @@ static int parse_rate_limit(Parser *p, const char *key, const char *value) {
         return 0;
 }
 
+static int parse_mode(Parser *p, const char *key, const char *value) {
+        if (hydrate_parse_mode(value, &p->settings.mode) < 0)
+                return parser_fail_value(p, key, value, HYDRATE_MODE_SYNTAX);
+        return 0;
+}
+
+/* Every word must be an absolute path; whether it exists is found out when it is used. */
+static int parse_hot_paths(Parser *p, const char *key, const char *value) {
+        for (const char *w = value + strspn(value, WHITESPACE); *w; w += strspn(w, WHITESPACE)) {
+                size_t len = strcspn(w, WHITESPACE);
+
+                if (w[0] != '/')
+                        return parser_fail(p, -EINVAL, "invalid path '%.*s' in %s= (expected %s)",
+                                           (int)len, w, key, HYDRATE_HOT_PATHS_SYNTAX);
+                w += len;
+        }
+        if (strlen(value) >= sizeof(p->settings.hot_paths)) /* cannot be: lines are shorter */
+                return parser_fail_value(p, key, value, HYDRATE_HOT_PATHS_SYNTAX);
+        snprintf(p->settings.hot_paths, sizeof(p->settings.hot_paths), "%s", value);
+        return 0;
+}
+
 #define SETTING(field) offsetof(HydrateSettings, field), sizeof(((HydrateSettings *)NULL)->field)
 
 static const struct HydrateKey {
@@ -354,6 +395,8 @@ static const struct HydrateKey {
         {"QueueDepth", SETTING(queue_depth), parse_queue_depth},
         {"BlockSize", SETTING(block_size), parse_block_size},
         {"RateLimit", SETTING(rate_limit), parse_rate_limit},
+        {"Mode", SETTING(mode), parse_mode},
+        {"HotPaths", SETTING(hot_paths), parse_hot_paths},
 };
 
 static int parse_hydrate_key(Parser *p, const char *key, const char *value) {

@@ -32,6 +32,7 @@ static const PropertySlot property_slots[] = {
         {"RateBytesPerSecond", 't', offsetof(VolumeInfo, rate_bytes_per_second)},
         {"EtaSeconds", 't', offsetof(VolumeInfo, eta_seconds)},
         {"ErrorCount", 't', offsetof(VolumeInfo, error_count)},
+        {"Phase", 's', offsetof(VolumeInfo, phase)},
 };
 
 const char *ctl_bus_kernel_name(const char *bus_name) {
@@ -83,6 +84,24 @@ static int read_string_into(sd_bus_message *m, char **field) {
         return 0;
 }
 
+/* PhaseProgress a(stt), the message at its variant. */
+static int read_phase_progress(sd_bus_message *m, VolumeInfo *v) {
+        const char *name;
+        uint64_t done, total;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'v', "a(stt)");
+        if (r == -ENXIO)
+                return -EBADMSG;
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', "(stt)");
+        while (r >= 0 && (r = sd_bus_message_read(m, "(stt)", &name, &done, &total)) > 0)
+                r = volume_info_add_phase(v, name, done, total);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
 /* The message is at the variant of one dict entry "{sv}" whose key was @name. */
 static int read_property(sd_bus_message *m, const char *name, VolumeInfo *v) {
         const PropertySlot *slot = property_slot(name);
@@ -90,6 +109,8 @@ static int read_property(sd_bus_message *m, const char *name, VolumeInfo *v) {
         void *field;
         int r;
 
+        if (streq_ptr(name, "PhaseProgress"))
+                return read_phase_progress(m, v);
         if (!slot)
                 return sd_bus_message_skip(m, "v");
         signature[0] = slot->type;

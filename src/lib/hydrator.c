@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One device's hydration on an sd-event loop. The plan is a cursor over the chunk map: every
- * chunk before the cursor is done, in flight, waiting for a retry or given up, so the run is
- * over when the cursor has passed the end and nothing is outstanding. Chunks are marked done
- * only when their read completed in full; a checkpoint records only done chunks, so a crash
+ * One device's hydration on an sd-event loop. The plan (plan.h) puts each chunk in a stage;
+ * stages are read in order, each with a cursor over the chunk map: every chunk of the stage
+ * before the cursor is done, in flight, waiting for a retry or given up, so the run is over
+ * when the last stage's cursor has passed the end and nothing is outstanding. Chunks are marked
+ * done only when their read completed in full; a checkpoint records only done chunks, so a crash
  * can make us read a chunk twice, never skip one.
  */
 #include <errno.h>
@@ -29,6 +30,7 @@ struct Hydrator {
         const BlockDevice *dev;
         int state_dir_fd;
         HydrateState *state;
+        Plan *plan;
         HydrateSettings settings;
         Reader *reader;
         HydratorPhase phase;
@@ -40,7 +42,8 @@ struct Hydrator {
         bool stalled;                  /* reads in flight, none completed for a long while */
         bool unsaved;                  /* the last checkpoint could not be written */
         uint64_t chunks_per_request;
-        uint64_t cursor;  /* next chunk to plan */
+        PlanStage stage;  /* the stage being planned */
+        uint64_t cursor;  /* next chunk of that stage to plan */
         DepthTuner tuner; /* how many reads to keep in flight; tuner.max = reader slots */
 
         Retry *retries;
@@ -156,6 +159,9 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
         r = load_state(h, key);
         if (r < 0)
                 return r;
+        r = plan_new(&h->plan, h->state->map, NULL, NULL, 0, settings->mode == HYDRATE_MODE_USED);
+        if (r < 0)
+                return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
         /* Reads cover whole chunks: BlockSize rounded to a multiple of the state's chunk size. */
         h->chunks_per_request = MAX(UINT64_C(1), settings->block_size / h->state->map->chunk_size);
         if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO) {
@@ -182,6 +188,7 @@ Hydrator *hydrator_free(Hydrator *h) {
         sd_event_source_disable_unref(h->rate_timer);
         sd_event_source_disable_unref(h->checkpoint_timer);
         sd_event_source_disable_unref(h->tick_timer);
+        plan_free(h->plan);
         state_free(h->state);
         sd_event_unref(h->event);
         free(h->retries);
@@ -193,8 +200,26 @@ void hydrator_freep(Hydrator **h) {
         *h = hydrator_free(*h);
 }
 
-bool hydrator_already_complete(const Hydrator *h) {
+int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot) {
+        Plan *p;
+        int r;
+
+        if (h->phase != HYDRATOR_LOADED)
+                return -EBUSY;
+        r = plan_new(&p, h->state->map, layout, hot, n_hot, h->settings.mode == HYDRATE_MODE_USED);
+        if (r < 0)
+                return r;
+        plan_free(h->plan);
+        h->plan = p;
+        return 0;
+}
+
+bool hydrator_state_complete(const Hydrator *h) {
         return h->state->complete;
+}
+
+bool hydrator_already_complete(const Hydrator *h) {
+        return h->state->complete || plan_complete(h->plan);
 }
 
 /* Adds the time hydrated since the last call to the state; paused time does not count. */
@@ -395,8 +420,8 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
                                   h->tuner.depth, tuner_mode_to_string(h->tuner.mode),
                                   h->tuner.latency_usec / 1000.0);
                 h->failures_in_a_row = 0;
-                chunkmap_mark_done(m, req->offset / m->chunk_size,
-                                   DIV_ROUND_UP(req->length, m->chunk_size));
+                plan_mark_done(h->plan, m, req->offset / m->chunk_size,
+                               DIV_ROUND_UP(req->length, m->chunk_size));
                 if (h->state->n_bad > 0 && state_clear_bad(h->state, req->offset, req->length) < 0)
                         return finish(
                                 h, HYDRATOR_FAILED,
@@ -449,15 +474,33 @@ static bool submit_due_retries(Hydrator *h) {
         return true;
 }
 
-static bool plan_next(Hydrator *h) {
+/* Finds the next run of chunks to read, moving on to the next stage when one is planned out. */
+static bool next_run(Hydrator *h, uint64_t *ret_first, uint64_t *ret_count) {
+        ChunkMap *m = h->state->map;
+
+        while (h->stage <= h->plan->last) {
+                if (plan_next(h->plan, m, h->stage, h->cursor, h->chunks_per_request, ret_first,
+                              ret_count) == 0) {
+                        h->cursor = *ret_first; /* nothing of this stage before it is left */
+                        return true;
+                }
+                h->stage++;
+                h->cursor = 0;
+        }
+        return false;
+}
+
+static bool planned_out(const Hydrator *h) {
+        return h->stage > h->plan->last;
+}
+
+static bool plan_next_read(Hydrator *h) {
         ChunkMap *m = h->state->map;
         uint64_t first, count;
         ReadRequest req;
 
-        if (chunkmap_next_free(m, h->cursor, h->chunks_per_request, &first, &count) < 0) {
-                h->cursor = m->n_chunks;
+        if (!next_run(h, &first, &count))
                 return false;
-        }
         req = (ReadRequest){.offset = chunkmap_offset(m, first),
                             .length = chunkmap_range_bytes(m, first, count),
                             .submit_usec = now_usec()};
@@ -471,10 +514,10 @@ static bool plan_next(Hydrator *h) {
 }
 
 static void check_finished(Hydrator *h) {
-        if (h->phase != HYDRATOR_HYDRATING || !h->reader || h->cursor < h->state->map->n_chunks ||
-            h->n_retries > 0 || !reader_idle(h->reader))
+        if (h->phase != HYDRATOR_HYDRATING || !h->reader || !planned_out(h) || h->n_retries > 0 ||
+            !reader_idle(h->reader))
                 return;
-        finish(h, chunkmap_complete(h->state->map) ? HYDRATOR_COMPLETE : HYDRATOR_UNREADABLE, 0);
+        finish(h, plan_complete(h->plan) ? HYDRATOR_COMPLETE : HYDRATOR_UNREADABLE, 0);
 }
 
 static void fill(Hydrator *h) {
@@ -488,7 +531,7 @@ static void fill(Hydrator *h) {
         }
         if (submit_due_retries(h))
                 while (h->phase == HYDRATOR_HYDRATING && reader_busy(h->reader) < h->tuner.depth &&
-                       plan_next(h))
+                       plan_next_read(h))
                         ;
         /* Fewer reads in flight than the tuner asked for, for reasons of ours (rate limit, the
          * plan ran out, retries waiting): what the device delivers now says nothing. */
@@ -608,6 +651,7 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         h->run_start_usec = h->accounted_usec = h->checkpoint_usec = h->tokens_usec = now;
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
         progress_init(&h->progress, now, h->checkpoint_done_bytes);
+        h->stage = 0;
         h->cursor = 0;
         r = start_reader(h);
         if (r < 0)
@@ -687,4 +731,5 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .bad = h->state->bad,
                 .error = h->error,
         };
+        plan_get_progress(h->plan, &ret->plan);
 }

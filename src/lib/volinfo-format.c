@@ -27,6 +27,7 @@ enum {
         COL_RATE,
         COL_ETA,
         COL_ERRORS,
+        COL_PHASE,
         N_COLUMNS,
 };
 
@@ -38,7 +39,7 @@ static const struct {
         [COL_MAPPING] = {"MAPPING", false},  [COL_STATE] = {"STATE", false},
         [COL_HYDRATED] = {"HYDRATED", true}, [COL_SIZE] = {"SIZE", true},
         [COL_RATE] = {"RATE", true},         [COL_ETA] = {"ETA", true},
-        [COL_ERRORS] = {"ERRORS", true},
+        [COL_ERRORS] = {"ERRORS", true},     [COL_PHASE] = {"PHASE", false},
 };
 
 typedef struct Row {
@@ -77,6 +78,7 @@ static void row_fill(Row *row, const VolumeInfo *v) {
         row->cell[COL_ETA] =
                 moving ? format_duration(row->eta, sizeof(row->eta), v->eta_seconds) : "-";
         row->cell[COL_ERRORS] = row->errors;
+        row->cell[COL_PHASE] = or_dash(v->phase);
 }
 
 static void print_cells(FILE *f, const char *const cell[N_COLUMNS], const size_t width[N_COLUMNS]) {
@@ -149,6 +151,27 @@ static int json_add_u64(struct json_object *o, const char *key, uint64_t value) 
         return json_add(o, key, json_object_new_uint64(value));
 }
 
+static int phases_to_json(const VolumeInfo *v, struct json_object **ret) {
+        _cleanup_json_ struct json_object *a = json_object_new_array();
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < v->n_phases; i++) {
+                struct json_object *o = json_object_new_object();
+
+                if (!o || json_add_string(o, "name", v->phases[i].name) < 0 ||
+                    json_add_u64(o, "done_bytes", v->phases[i].done_bytes) < 0 ||
+                    json_add_u64(o, "total_bytes", v->phases[i].total_bytes) < 0 ||
+                    json_object_array_add(a, o) < 0) {
+                        if (o)
+                                (void)json_object_put(o);
+                        return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
 static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
         _cleanup_json_ struct json_object *o = json_object_new_object();
         unsigned pm = volume_info_permille(v);
@@ -170,6 +193,13 @@ static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
             json_add_u64(o, "error_count", v->error_count) < 0 ||
             json_add(o, "running", json_object_new_boolean(v->running)) < 0)
                 return -ENOMEM;
+        if (v->running) { /* what the plan is, only a running daemon knows */
+                struct json_object *phases = NULL;
+
+                if (json_add_string(o, "phase", v->phase) < 0 || phases_to_json(v, &phases) < 0 ||
+                    json_add(o, "phases", phases) < 0)
+                        return -ENOMEM;
+        }
         *ret = TAKE_PTR(o);
         return 0;
 }

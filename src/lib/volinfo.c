@@ -20,9 +20,10 @@ int volume_info_init(VolumeInfo *ret, const char *volume_id, const char *device,
                 .device_name = strdup(strempty(device_name)),
                 .kernel_name = strdup(strempty(kernel_name)),
                 .state = strdup(strempty(state)),
+                .phase = strdup(""),
         };
 
-        if (!v.volume_id || !v.device || !v.device_name || !v.kernel_name || !v.state) {
+        if (!v.volume_id || !v.device || !v.device_name || !v.kernel_name || !v.state || !v.phase) {
                 volume_info_done(&v);
                 return -ENOMEM;
         }
@@ -36,7 +37,26 @@ void volume_info_done(VolumeInfo *v) {
         free(v->device_name);
         free(v->kernel_name);
         free(v->state);
+        free(v->phase);
+        for (size_t i = 0; i < v->n_phases; i++)
+                free(v->phases[i].name);
+        free(v->phases);
         *v = (VolumeInfo){0};
+}
+
+int volume_info_add_phase(VolumeInfo *v, const char *name, uint64_t done_bytes,
+                          uint64_t total_bytes) {
+        VolumePhase *grown = reallocarray(v->phases, v->n_phases + 1, sizeof(VolumePhase));
+        char *copy;
+
+        if (!grown)
+                return -ENOMEM;
+        v->phases = grown;
+        copy = strdup(strempty(name));
+        if (!copy)
+                return -ENOMEM;
+        v->phases[v->n_phases++] = (VolumePhase){copy, done_bytes, total_bytes};
+        return 0;
 }
 
 /* Every chunk either read or recorded unreadable: the run finished, with errors. */

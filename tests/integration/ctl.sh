@@ -59,11 +59,11 @@ case_status() {
     assert_contains "$err" "Skipping $STATE/bad.state: not a usable state file" "damaged file"
     [ "$(grep -c . <<<"$err")" -eq 2 ] || fail "unexpected messages: $err"
     assert_eq "$(head -n 1 <<<"$out" | tr -s ' ')" \
-        "VOLUME DEVICE MAPPING STATE HYDRATED SIZE RATE ETA ERRORS" "header"
+        "VOLUME DEVICE MAPPING STATE HYDRATED SIZE RATE ETA ERRORS PHASE" "header"
     assert_eq "$(grep -c . <<<"$out")" 4 "lines (header and three volumes, nothing set aside)"
     assert_eq "$(grep '^done1 ' <<<"$out" | tr -s ' ')" \
-        "done1 - - completed 100.0% 64.0 MiB - - 0" "complete volume"
-    grep -Eq '^part1 +- +- +stopped +[1-9][0-9]?\.[0-9]% +256\.0 MiB +- +- +0$' <<<"$out" ||
+        "done1 - - completed 100.0% 64.0 MiB - - 0 -" "complete volume"
+    grep -Eq '^part1 +- +- +stopped +[1-9][0-9]?\.[0-9]% +256\.0 MiB +- +- +0 +-$' <<<"$out" ||
         fail "partial volume: $(grep '^part1' <<<"$out")"
     cut -d ' ' -f 1 <<<"$out" | grep -qxF -- "$ODD_KEY" || fail "odd key missing"
 
@@ -107,7 +107,7 @@ case_status_by_device() {
         out=$(EBS_HYDRATE_SYSFS_ROOT="$sys" ctl --no-legend status "$target" 2>/dev/null) ||
             fail "status $target exited $?"
         assert_eq "$(tr -s ' ' <<<"$out")" \
-            "vol-0123456789abcdef0 - - completed 100.0% 64.0 MiB - - 0" "status $target"
+            "vol-0123456789abcdef0 - - completed 100.0% 64.0 MiB - - 0 -" "status $target"
     done
     out=$(EBS_HYDRATE_SYSFS_ROOT="$sys" expect_exit 1 "a device without a state" ctl status "$bare")
     assert_contains "$out" "No volume '$bare'" "device without a state"

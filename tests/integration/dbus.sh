@@ -148,7 +148,8 @@ case_object() {
     for p in "VolumeId property s" "Device property s" "DeviceName property s" \
         "State property s" "SizeBytes property t" "HydratedBytes property t" \
         "Percent property d" "RateBytesPerSecond property t" "EtaSeconds property t" \
-        "ErrorCount property t" ".Pause method" ".Resume method" ".SetRateLimit method t"; do
+        "ErrorCount property t" "Phase property s" "PhaseProgress property a\\(stt\\)" \
+        ".Pause method" ".Resume method" ".SetRateLimit method t"; do
         grep -Eq "^\\.?${p// /[[:space:]]+}" "$WORK/introspect" ||
             fail "introspection lacks '$p': $(cat "$WORK/introspect")"
     done
@@ -168,6 +169,12 @@ case_object() {
         fail "RateBytesPerSecond $(prop RateBytesPerSecond) is not near the 24 MiB/s limit"
     [ "$(prop EtaSeconds)" -gt 0 ] || fail "EtaSeconds is 0 while hydrating"
     assert_eq "$(prop ErrorCount)" 0 "ErrorCount"
+    # A volume without a file system: one phase, "used", the whole device.
+    assert_eq "$(prop Phase)" '"used"' "Phase"
+    case "$(prop PhaseProgress)" in
+    "1 \"used\" "*" $SIZE") ;;
+    *) fail "PhaseProgress is '$(prop PhaseProgress)', expected one used phase of $SIZE bytes" ;;
+    esac
 
     # PropertiesChanged: a steady trickle, about once a second, not one per read.
     timeout 5 busctl --address="$BUS" monitor "$SERVICE" >"$WORK/monitor" 2>&1 || true

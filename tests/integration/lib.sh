@@ -94,6 +94,22 @@ sectors_read() {
     awk '{ print $3 }' "/sys/block/$(basename "$1")/stat"
 }
 
+# discovery_sectors DEV: how many sectors ebs-hydrated's file system discovery reads of DEV before
+# it hydrates (libblkid's probes, buffered: the kernel drops them from the page cache when the
+# device is last closed, so every run reads them again), measured with the same library code
+# (tests/tools/fslayout-dump, whose path CMake passes). Each run of the daemon that gets past its
+# checks reads this many sectors on top of what it hydrates.
+discovery_sectors() {
+    local before
+    if [ -z "${EBS_HYDRATE_FSLAYOUT_DUMP:-}" ]; then
+        echo 0
+        return
+    fi
+    before=$(sectors_read "$1")
+    "$EBS_HYDRATE_FSLAYOUT_DUMP" --summary "$1" >/dev/null 2>&1 || true
+    echo $(($(sectors_read "$1") - before))
+}
+
 device_sectors() {
     blockdev --getsz "$1"
 }

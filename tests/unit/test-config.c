@@ -120,6 +120,8 @@ static void assert_settings_equal(const HydrateSettings *a, const HydrateSetting
         assert_int_equal(a->queue_depth, b->queue_depth);
         assert_true(a->block_size == b->block_size);
         assert_true(a->rate_limit == b->rate_limit);
+        assert_int_equal(a->mode, b->mode);
+        assert_string_equal(a->hot_paths, b->hot_paths);
 }
 
 static int load(const Fixture *f, const MatchTarget *target, HydrateSettings *s, char **err) {
@@ -394,6 +396,50 @@ static void test_config_queue_depth_bounds(void **state) {
         assert_int_equal(apply_assignment(f, "Enabled=maybe", &s), -EINVAL);
         assert_int_equal(apply_assignment(f, "Enabled=off", &s), 0);
         assert_false(s.enabled);
+}
+
+static void test_config_mode_values(void **state) {
+        Fixture *f = *state;
+        HydrateSettings s;
+        HydrateMode m = HYDRATE_MODE_USED;
+
+        hydrate_settings_init(&s);
+        assert_int_equal(s.mode, HYDRATE_MODE_FULL);
+        assert_int_equal(apply_assignment(f, "Mode=used", &s), 0);
+        assert_int_equal(s.mode, HYDRATE_MODE_USED);
+        assert_int_equal(apply_assignment(f, "Mode=full", &s), 0);
+        assert_int_equal(s.mode, HYDRATE_MODE_FULL);
+        assert_int_equal(apply_assignment(f, "Mode=", &s), 0);
+        assert_int_equal(s.mode, HYDRATE_MODE_FULL);
+        assert_int_equal(apply_assignment(f, "Mode=Used", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "Mode=free", &s), -EINVAL);
+        assert_int_equal(hydrate_parse_mode("sparse", &m), -EINVAL);
+        assert_int_equal(m, HYDRATE_MODE_USED); /* untouched */
+        assert_string_equal(hydrate_mode_to_string(HYDRATE_MODE_USED), "used");
+        assert_null(hydrate_mode_to_string(_HYDRATE_MODE_MAX));
+}
+
+static void test_config_hot_paths(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *err = NULL;
+        HydrateSettings s;
+
+        assert_int_equal(apply_assignment(f, "HotPaths=/usr/lib  /var/lib/mysql", &s), 0);
+        assert_string_equal(s.hot_paths, "/usr/lib  /var/lib/mysql");
+        assert_int_equal(apply_assignment(f, "HotPaths=", &s), 0);
+        assert_string_equal(s.hot_paths, "");
+        assert_int_equal(apply_assignment(f, "HotPaths=/srv relative/path", &s), -EINVAL);
+
+        /* A later assignment replaces an earlier one. */
+        write_file(f, ETC "/hydrate.conf", "[Hydrate]\nHotPaths=/a /b\nHotPaths=/c\n");
+        hydrate_settings_init(&s);
+        assert_int_equal(load(f, &dev_f, &s, &err), 0);
+        assert_string_equal(s.hot_paths, "/c");
+
+        write_file(f, ETC "/hydrate.conf.d/20-hot.conf", "[Hydrate]\nHotPaths=/ok ~/home\n");
+        assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/20-hot.conf",
+                          ":2: invalid path '~/home' in HotPaths= (expected absolute paths "
+                          "separated by spaces)");
 }
 
 static void test_config_match_skips_other_device(void **state) {
@@ -866,7 +912,7 @@ static char *shipped_conf_path(void) {
 
 static void test_config_shipped_file(void **state) {
         static const char *const keys[] = {
-                "#Enabled=", "#QueueDepth=", "#BlockSize=", "#RateLimit="};
+                "#Enabled=", "#QueueDepth=", "#BlockSize=", "#RateLimit=", "#Mode=", "#HotPaths="};
         Fixture *f = *state;
         _cleanup_free_ char *shipped = shipped_conf_path(), *copy = fixture_path(f, "copy.conf");
         _cleanup_free_ char *line = NULL, *err = NULL;
@@ -955,6 +1001,8 @@ int main(void) {
                 fixture_test(test_config_rate_limit_values),
                 fixture_test(test_config_block_size_bounds),
                 fixture_test(test_config_queue_depth_bounds),
+                fixture_test(test_config_mode_values),
+                fixture_test(test_config_hot_paths),
                 fixture_test(test_config_match_skips_other_device),
                 fixture_test(test_config_match_volume_id_glob),
                 fixture_test(test_config_match_kernel_name),

@@ -33,6 +33,46 @@ static void test_status_hydrating(void **state) {
                                  "187 MiB/s, about 32s left");
 }
 
+/* A file-system-aware plan adds its stages; DESIGN.md's format stays the prefix. */
+static void test_status_hydrating_with_plan(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        char buf[512];
+
+        st.plan = (PlanProgress){
+                .fs_aware = true,
+                .current = PLAN_STAGE_HOT,
+                .done_bytes = {64 * MiB, 63 * MiB, 1 * GiB, 0},
+                .total_bytes = {64 * MiB, 100 * MiB, 8 * GiB, 2 * GiB - 164 * MiB},
+        };
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
+                                 "187 MiB/s, about 32s left; metadata done, hot paths 63%, "
+                                 "used 12%, free space next");
+
+        /* No plan beyond "all used": the line is as before. */
+        st.plan = (PlanProgress){.current = PLAN_STAGE_USED, .total_bytes = {0, 0, 10 * GiB, 0}};
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
+                                 "187 MiB/s, about 32s left");
+}
+
+static void test_status_complete_used_mode(void **state) {
+        HydratorStatus st = sample(HYDRATOR_COMPLETE);
+        char buf[256];
+
+        st.size = 1012 * MiB;
+        st.plan = (PlanProgress){
+                .fs_aware = true,
+                .skip_free = true,
+                .current = _PLAN_STAGE_MAX,
+                .done_bytes = {12 * MiB, 0, 300 * MiB, 0},
+                .total_bytes = {12 * MiB, 0, 300 * MiB, 700 * MiB},
+        };
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: hydrated 312.0 MiB of used blocks; "
+                                 "700.0 MiB free space left cold (Mode=used)");
+}
+
 static void test_status_paused(void **state) {
         HydratorStatus st = sample(HYDRATOR_HYDRATING);
         char buf[256];
@@ -148,6 +188,8 @@ static void test_status_waiting_for_aio(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_hydrating),
+                cmocka_unit_test(test_status_hydrating_with_plan),
+                cmocka_unit_test(test_status_complete_used_mode),
                 cmocka_unit_test(test_status_paused),
                 cmocka_unit_test(test_status_complete),
                 cmocka_unit_test(test_status_unreadable),

@@ -37,6 +37,12 @@ static VolumeInfo running_volume(const char *id, const char *kernel_name, const 
         v.rate_bytes_per_second = 187 * MiB;
         v.eta_seconds = 32;
         v.running = true;
+        free(v.phase);
+        v.phase = strdup("used");
+        assert_non_null(v.phase);
+        assert_int_equal(volume_info_add_phase(&v, "metadata", 64 * MiB, 64 * MiB), 0);
+        assert_int_equal(
+                volume_info_add_phase(&v, "used", 4 * GiB + 146 * MiB, 10 * GiB - 64 * MiB), 0);
         return v;
 }
 
@@ -196,7 +202,13 @@ static void test_volinfo_json(void **state) {
         assert_int_equal(json_object_array_length(volumes), 2);
 
         v = json_object_array_get_idx(volumes, 0);
-        assert_int_equal(json_object_object_length(v), 11);
+        assert_int_equal(json_object_object_length(v), 13);
+        assert_json_string(v, "phase", "used");
+        assert_true(json_object_object_get_ex(v, "phases", &x));
+        assert_int_equal(json_object_array_length(x), 2);
+        assert_json_string(json_object_array_get_idx(x, 0), "name", "metadata");
+        assert_json_uint(json_object_array_get_idx(x, 0), "done_bytes", 64 * MiB);
+        assert_json_uint(json_object_array_get_idx(x, 1), "total_bytes", 10 * GiB - 64 * MiB);
         assert_json_string(v, "volume_id", "vol-0bbbbbbbbbbbbbbbb");
         assert_json_string(v, "device", "/dev/nvme2n1");
         assert_json_string(v, "device_name", "sdg");
@@ -217,6 +229,7 @@ static void test_volinfo_json(void **state) {
         assert_json_string(v, "volume_id", "odd\"key\\");
         assert_json_string(v, "device", "");
         assert_json_string(v, "state", "stopped");
+        assert_false(json_object_object_get_ex(v, "phases", NULL)); /* known only when running */
         assert_json_uint(v, "rate_bytes_per_second", 0);
         assert_json_uint(v, "eta_seconds", 0);
         assert_json_uint(v, "error_count", 1);
@@ -324,11 +337,11 @@ static void test_volinfo_table(void **state) {
         volume_list_sort(l);
         text = render(print_table_with_legend, l);
         assert_string_equal(text, "VOLUME                 DEVICE        MAPPING  STATE      "
-                                  "HYDRATED      SIZE       RATE  ETA  ERRORS\n"
+                                  "HYDRATED      SIZE       RATE  ETA  ERRORS  PHASE\n"
                                   "vol-0aaaaaaaaaaaaaaaa  -             -        completed  "
-                                  "  100.0%   5.0 MiB          -    -       0\n"
+                                  "  100.0%   5.0 MiB          -    -       0  -\n"
                                   "vol-0bbbbbbbbbbbbbbbb  /dev/nvme2n1  sdg      hydrating  "
-                                  "   42.0%  10.0 GiB  187 MiB/s  32s       0\n");
+                                  "   42.0%  10.0 GiB  187 MiB/s  32s       0  used\n");
 }
 
 static void test_volinfo_table_paused_and_empty(void **state) {
@@ -344,7 +357,7 @@ static void test_volinfo_table_paused_and_empty(void **state) {
         text = render(print_table_with_legend, l);
         /* Paused: no rate, no ETA, whatever the last figures were; no mapping known. */
         assert_non_null(strstr(text, "vol-0bbbbbbbbbbbbbbbb  /dev/nvme2n1  -        paused  "));
-        assert_non_null(strstr(text, "  -    -       0\n"));
+        assert_non_null(strstr(text, "  -    -       0  used\n"));
         none = render(print_table_with_legend, empty);
         assert_string_equal(none, "No volumes.\n");
         f = fmemopen(buf, sizeof(buf), "w");
@@ -354,7 +367,7 @@ static void test_volinfo_table_paused_and_empty(void **state) {
         fclose(f);
         /* Without the legend: no header, no "No volumes.", columns fitted to the data. */
         assert_string_equal(buf, "vol-0bbbbbbbbbbbbbbbb  /dev/nvme2n1  -  paused  42.0%  10.0 GiB"
-                                 "  -  -  0\n");
+                                 "  -  -  0  used\n");
 }
 
 int main(void) {

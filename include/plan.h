@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The order of a file-system-aware hydration: every chunk of the chunk map gets the stage of
+ * the most urgent bytes it covers (file system metadata, then hot paths, then used blocks, then
+ * free space), and the hydrator reads stage by stage, each in offset order. Without a layout
+ * every chunk is "used": the whole device in offset order, as before.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chunkmap.h"
+#include "fslayout.h"
+#include "state.h"
+
+/* In reading order. */
+typedef enum PlanStage {
+        PLAN_STAGE_METADATA,
+        PLAN_STAGE_HOT,
+        PLAN_STAGE_USED,
+        PLAN_STAGE_FREE,
+        _PLAN_STAGE_MAX, /* also: nothing left to read ("done") */
+} PlanStage;
+
+typedef struct Plan {
+        uint64_t n_chunks;
+        uint8_t *stage; /* one PlanStage per chunk */
+        uint64_t total_bytes[_PLAN_STAGE_MAX];
+        uint64_t done_bytes[_PLAN_STAGE_MAX];
+        PlanStage last; /* the last stage read: PLAN_STAGE_FREE, or PLAN_STAGE_USED (Mode=used) */
+        bool fs_aware;  /* something is not "used": metadata, hot paths or free space known */
+} Plan;
+
+/* What the status line, the bus and the summary show of a plan. */
+typedef struct PlanProgress {
+        bool fs_aware;
+        bool skip_free;    /* Mode=used */
+        PlanStage current; /* the first stage not done, _PLAN_STAGE_MAX when all are */
+        uint64_t done_bytes[_PLAN_STAGE_MAX];
+        uint64_t total_bytes[_PLAN_STAGE_MAX];
+} PlanProgress;
+
+/*
+ * plan_new() - classify the chunks of @m.
+ * @layout: from fslayout_discover(), or NULL: every chunk is used.
+ * @hot: byte ranges of hot files (any order, may overlap, may reach past the end), or NULL.
+ * @skip_free: Mode=used: free chunks are never read, and the plan is complete without them.
+ * Done bytes per stage are counted from @m's done bitmap.
+ * Return: 0 or -ENOMEM.
+ */
+int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRange *hot,
+             size_t n_hot, bool skip_free);
+Plan *plan_free(Plan *p);
+void plan_freep(Plan **p);
+
+PlanStage plan_stage_of(const Plan *p, uint64_t chunk);
+
+/*
+ * plan_next() - like chunkmap_next_free(), within @stage: the first chunk at or after @from
+ * of @stage that is neither done nor busy, and the run of such chunks that follows it, at
+ * most @max_count long. Returns 0, or -ENOENT if there is none up to the end.
+ */
+int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, uint64_t max_count,
+              uint64_t *ret_first, uint64_t *ret_count);
+
+/* plan_mark_done() - chunkmap_mark_done(), counting the newly done bytes in their stages. */
+uint64_t plan_mark_done(Plan *p, ChunkMap *m, uint64_t first, uint64_t count);
+
+/* plan_complete() - is every chunk of every stage up to p->last done? */
+bool plan_complete(const Plan *p);
+/* plan_current() - the first stage up to p->last that is not done, or _PLAN_STAGE_MAX. */
+PlanStage plan_current(const Plan *p);
+void plan_get_progress(const Plan *p, PlanProgress *ret);
+
+/* plan_stage_to_string() - "metadata", "hot-paths", "used", "free", "done" (_PLAN_STAGE_MAX). */
+const char *plan_stage_to_string(PlanStage s);
+/* plan_stage_to_human() - "metadata", "hot paths", "used", "free space", "done". */
+const char *plan_stage_to_human(PlanStage s);
+
+/*
+ * plan_progress_format() - "metadata done, hot paths 63%, used 12%, free space next" into
+ * @buf: every stage with bytes, the current one and those partly done in percent (rounded
+ * down), a skipped free stage as "free space skipped (Mode=used)". Returns @buf.
+ */
+char *plan_progress_format(char *buf, size_t size, const PlanProgress *pp);

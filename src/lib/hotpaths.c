@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HotPaths=: walks the named files and directories, asks the file system where each regular
+ * file's blocks are (FIEMAP), and turns that into byte ranges of the disk being hydrated. Reads
+ * no file data and writes nothing; what cannot be mapped is skipped with a warning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fts.h>
+#include <inttypes.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "hotpaths.h"
+#include "log.h"
+#include "parse.h"
+#include "util.h"
+
+#define FIEMAP_BATCH 128
+#define SKIPPED_EXTENT_FLAGS \
+        (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_DATA_INLINE)
+
+typedef struct Collector {
+        dev_t disk;
+        const char *sysfs_root;
+        ByteRange *ranges;
+        size_t n;
+        dev_t last_dev; /* the file system device of the last file, and its offset */
+        int last_r;
+        uint64_t last_offset;
+        bool full;
+} Collector;
+
+static int read_sysfs_u64(const char *sysfs_root, dev_t dev, const char *rel, uint64_t *ret) {
+        _cleanup_free_ char *path = NULL;
+        char buf[64];
+        ssize_t n;
+        int fd;
+
+        if (asprintf(&path, "%s/dev/block/%u:%u/%s", sysfs_root, major(dev), minor(dev), rel) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        (void)close(fd);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return parse_unsigned(buf, 0, UINT64_MAX, ret) < 0 ? -EBADMSG : 0;
+}
+
+/* The "MAJ:MIN" in <sysfs>/dev/block/MAJ:MIN/../dev: the disk a partition belongs to. */
+static int parent_disk(const char *sysfs_root, dev_t part, dev_t *ret) {
+        _cleanup_free_ char *path = NULL;
+        unsigned maj, min;
+        FILE *f;
+        int n;
+
+        if (asprintf(&path, "%s/dev/block/%u:%u/../dev", sysfs_root, major(part), minor(part)) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        n = fscanf(f, "%u:%u", &maj, &min);
+        (void)fclose(f);
+        if (n != 2)
+                return -EBADMSG;
+        *ret = makedev(maj, min);
+        return 0;
+}
+
+int hotpaths_partition_offset(const char *sysfs_root, dev_t part, dev_t disk, uint64_t *ret) {
+        uint64_t start;
+        dev_t parent = 0;
+        int r;
+
+        if (part == disk) {
+                *ret = 0;
+                return 0;
+        }
+        r = parent_disk(sysfs_root, part, &parent);
+        if (r == -ENOENT)
+                return -EXDEV; /* not a block device, or a disk of its own */
+        if (r < 0)
+                return r;
+        if (parent != disk)
+                return -EXDEV;
+        r = read_sysfs_u64(sysfs_root, part, "start", &start);
+        if (r == -ENOENT)
+                return -EXDEV; /* the parent is a whole disk only for partitions */
+        if (r < 0)
+                return r;
+        if (start > UINT64_MAX / 512)
+                return -EBADMSG;
+        *ret = start * 512;
+        return 0;
+}
+
+static int add_range(ByteRange **ranges, size_t *n, uint64_t offset, uint64_t length) {
+        ByteRange *grown;
+
+        if (*n >= HOTPATHS_RANGES_MAX)
+                return -E2BIG;
+        if (*n > 0 && (*ranges)[*n - 1].offset + (*ranges)[*n - 1].length == offset) {
+                (*ranges)[*n - 1].length += length; /* physically contiguous: one range */
+                return 0;
+        }
+        /* Grow by doubling: many files have one extent each. */
+        if ((*n & (*n - 1)) == 0) {
+                grown = reallocarray(*ranges, *n ? *n * 2 : 16, sizeof(ByteRange));
+                if (!grown)
+                        return -ENOMEM;
+                *ranges = grown;
+        }
+        (*ranges)[(*n)++] = (ByteRange){offset, length};
+        return 0;
+}
+
+int hotpaths_file_extents(int fd, uint64_t offset, ByteRange **ranges, size_t *n) {
+        _cleanup_free_ struct fiemap *fm = NULL;
+        uint64_t start = 0;
+
+        fm = calloc(1, sizeof(*fm) + FIEMAP_BATCH * sizeof(struct fiemap_extent));
+        if (!fm)
+                return -ENOMEM;
+        for (;;) {
+                bool last = false;
+
+                *fm = (struct fiemap){.fm_start = start,
+                                      .fm_length = FIEMAP_MAX_OFFSET - start,
+                                      .fm_extent_count = FIEMAP_BATCH};
+                if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0)
+                        return -errno;
+                if (fm->fm_mapped_extents == 0)
+                        return 0;
+                for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+                        const struct fiemap_extent *e = &fm->fm_extents[i];
+                        int r;
+
+                        last = last || (e->fe_flags & FIEMAP_EXTENT_LAST);
+                        start = e->fe_logical + e->fe_length;
+                        if ((e->fe_flags & SKIPPED_EXTENT_FLAGS) || e->fe_length == 0)
+                                continue;
+                        r = add_range(ranges, n, offset + e->fe_physical, e->fe_length);
+                        if (r < 0)
+                                return r;
+                }
+                if (last || start >= FIEMAP_MAX_OFFSET)
+                        return 0;
+        }
+}
+
+/* Where the file system on @dev starts on the disk; the answer for the last one is kept. */
+static int offset_for(Collector *c, dev_t dev, uint64_t *ret) {
+        if (c->last_dev != dev || c->last_r == 1) {
+                c->last_dev = dev;
+                c->last_r = hotpaths_partition_offset(c->sysfs_root, dev, c->disk, &c->last_offset);
+        }
+        *ret = c->last_offset;
+        return c->last_r;
+}
+
+static int open_file(const char *path) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_NOATIME);
+
+        if (fd < 0 && errno == EPERM) /* O_NOATIME: only for the owner or CAP_FOWNER */
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Maps one regular file. @top: the HotPaths= entry it was found under, for warnings. */
+static int map_file(Collector *c, const char *path, const struct stat *st, const char *top) {
+        _cleanup_close_ int fd = -1;
+        uint64_t offset;
+        int r;
+
+        r = offset_for(c, st->st_dev, &offset);
+        if (r == -EXDEV)
+                return 1; /* said once per entry, by the caller */
+        if (r < 0)
+                return log_warning_errno(r, "HotPaths=: cannot place %s on the disk (%m), skipping",
+                                         path),
+                       0;
+        fd = open_file(path);
+        if (fd < 0)
+                return log_warning_errno(fd, "HotPaths=: cannot open %s (%m), skipping", path), 0;
+        r = hotpaths_file_extents(fd, offset, &c->ranges, &c->n);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -E2BIG) {
+                log_warning("HotPaths=: more than %" PRIu64 " extents; the rest of %s and what "
+                            "follows it are not hot",
+                            HOTPATHS_RANGES_MAX, top);
+                c->full = true;
+                return 0;
+        }
+        if (r < 0)
+                log_warning_errno(r, "HotPaths=: cannot map the blocks of %s (%m), skipping", path);
+        return 0;
+}
+
+static int walk(Collector *c, const char *top) {
+        char *argv[] = {(char *)top, NULL};
+        bool elsewhere = false, single = false;
+        FTS *fts;
+        FTSENT *e;
+        int r = 0;
+
+        fts = fts_open(argv, FTS_PHYSICAL | FTS_COMFOLLOW | FTS_XDEV | FTS_NOCHDIR, NULL);
+        if (!fts)
+                return errno == ENOMEM ? -ENOMEM : 0;
+        while (r >= 0 && !c->full && (e = fts_read(fts))) {
+                if (e->fts_info == FTS_NS || e->fts_info == FTS_DNR || e->fts_info == FTS_ERR)
+                        log_warning_errno(-e->fts_errno, "HotPaths=: cannot read %s (%m), skipping",
+                                          e->fts_path);
+                else if (e->fts_info == FTS_F && S_ISREG(e->fts_statp->st_mode)) {
+                        r = map_file(c, e->fts_path, e->fts_statp, top);
+                        if (r == 1) {
+                                elsewhere = true;
+                                single = e->fts_level == 0;
+                                if (single)
+                                        break;
+                                r = 0;
+                        }
+                }
+        }
+        (void)fts_close(fts);
+        if (elsewhere && single)
+                log_warning("HotPaths=: %s is not on the device being hydrated, skipping it", top);
+        else if (elsewhere)
+                log_warning("HotPaths=: %s has files that are not on the device being hydrated, "
+                            "skipping those",
+                            top);
+        return r < 0 ? r : 0;
+}
+
+int hotpaths_resolve(const char *paths, dev_t disk, const char *sysfs_root, ByteRange **ret,
+                     size_t *ret_n) {
+        Collector c = {.disk = disk, .sysfs_root = sysfs_root, .last_r = 1};
+        int r = 0;
+
+        for (const char *w = paths + strspn(paths, " \t"); *w && r >= 0; w += strspn(w, " \t")) {
+                size_t len = strcspn(w, " \t");
+                _cleanup_free_ char *path = strndup(w, len);
+                struct stat st;
+
+                w += len;
+                if (!path) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (lstat(path, &st) < 0) {
+                        log_warning_errno(-errno, "HotPaths=: cannot reach %s (%m), skipping",
+                                          path);
+                        continue;
+                }
+                r = walk(&c, path);
+        }
+        if (r < 0) {
+                free(c.ranges);
+                return r;
+        }
+        *ret = c.ranges;
+        *ret_n = c.n;
+        return 0;
+}

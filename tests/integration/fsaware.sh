@@ -1,0 +1,604 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# File-system-aware hydration on the cold-EBS rig (tests/lab/ebs-rig): the plan reads metadata,
+# then hot paths, then used blocks, then free space (or never, --mode=used). Witnesses that do
+# not come from the daemon's own fslayout code: qemu's copy-on-read overlay (ebs-rig map: what
+# was really fetched), dumpe2fs / debugfs / xfs_db (what the file system uses), sfdisk -J (where
+# the partition is), and the kernel's /sys/block/loopN/stat (how much was read).
+#
+# Usage: fsaware.sh CASE PATH-TO-ebs-hydrated
+#        fsaware.sh make-image KIND     build (or find cached) KIND = gpt-ext4 | ext4 | xfs and
+#                                       print its directory (KIND.img, KIND.hot, KIND.offset)
+# Images are cached under $EBS_FSAWARE_CACHE (default /var/tmp/ebs-hydrate-fsaware), keyed by a
+# hash of the code that builds them: writing 2 GiB takes about a minute, a cached run seconds.
+. "$(dirname "$0")/lib.sh"
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+RIG="$(cd "$HERE/../lab" && pwd)/ebs-rig"
+CACHE=${EBS_FSAWARE_CACHE:-/var/tmp/ebs-hydrate-fsaware}
+MIB=1048576
+
+skip() {
+    echo "SKIP: $*" >&2
+    exit 77
+}
+
+need_tools() {
+    local t
+    for t in "$@"; do command -v "$t" >/dev/null || skip "$t missing"; done
+}
+
+# ---- images -------------------------------------------------------------------------------
+
+# build_image KIND DIR: write DIR/KIND.img (a dirty file system: filled to ~90% with 8 MiB and
+# 256 KiB files interleaved, two files of every three deleted, cleanly unmounted),
+# DIR/KIND.hot (a few surviving files, paths relative to the root, for HotPaths=) and
+# DIR/KIND.offset (the file system's byte offset in the image: the GPT partition's, or 0).
+build_image() {
+    local kind=$1 dir=$2 img size off=0 fsdev mnt avail target written=0 i=0 j d
+    img="$dir/$kind.img.tmp"
+    mnt=$(mktemp -d "$WORK/mnt.XXXXXX")
+    case $kind in
+    gpt-ext4) size=$((2048 * MIB)) ;;
+    ext4 | xfs) size=$((1024 * MIB)) ;;
+    *) fail "unknown image kind '$kind'" ;;
+    esac
+    rm -f "$img"
+    truncate -s "$size" "$img"
+    if [ "$kind" = gpt-ext4 ]; then
+        # One Linux partition from 1 MiB to the end (less the backup GPT).
+        sfdisk -q "$img" <<<$'label: gpt\nstart=2048, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=data' >&2
+        off=$(($(sfdisk -J "$img" | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitiontable"]["partitions"][0]["start"])') * 512))
+    fi
+    # The partition through an offset loop device: needs no partition scanning.
+    fsdev=$(losetup -f --show -o "$off" --sizelimit $((size - off - (off ? 1 * MIB : 0))) "$img")
+    # Runs in a subshell (image_dir): this trap is its own, the caller's cleanup stays.
+    # shellcheck disable=SC2064
+    trap "umount '$mnt' 2>/dev/null; losetup -d '$fsdev' 2>/dev/null" EXIT
+    case $kind in
+    xfs) mkfs.xfs -q -f "$fsdev" ;;
+    *) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$fsdev" ;;
+    esac
+    mount "$fsdev" "$mnt"
+    avail=$(df -B1 --output=avail "$mnt" | tail -n 1)
+    target=$((avail * 90 / 100))
+    for d in 0 1 2 3 4 5 6 7; do mkdir "$mnt/d$d"; done
+    # Interleaved: one 8 MiB file, then eight of 256 KiB, in eight directories.
+    while [ "$written" -lt "$target" ]; do
+        head -c $((8 * MIB)) /dev/urandom >"$mnt/d$((i % 8))/big-$(printf %05d "$i")"
+        for j in 0 1 2 3 4 5 6 7; do
+            head -c 262144 /dev/urandom >"$mnt/d$((i % 8))/small-$(printf %05d-%d "$i" "$j")"
+        done
+        written=$((written + 10 * MIB))
+        i=$((i + 1))
+    done
+    sync
+    # Delete two files of every three, in write order (every other two), big and small alike.
+    for ((n = 0; n < i; n++)); do
+        ((n % 3 == 0)) || rm "$mnt/d$((n % 8))/big-$(printf %05d "$n")"
+        for j in 0 1 2 3 4 5 6 7; do
+            (((n * 8 + j) % 3 == 0)) || rm "$mnt/d$((n % 8))/small-$(printf %05d-%d "$n" "$j")"
+        done
+    done
+    sync
+    # Hot paths: surviving files late in the write order (far into the device, where offset
+    # order would reach them last).
+    {
+        for n in $((i * 3 / 4 / 3 * 3)) $((i * 9 / 10 / 3 * 3)); do
+            echo "d$((n % 8))/big-$(printf %05d "$n")"
+        done
+        n=$((i * 4 / 5))
+        for j in 0 1 2 3 4 5 6 7; do
+            (((n * 8 + j) % 3 == 0)) && echo "d$((n % 8))/small-$(printf %05d-%d "$n" "$j")"
+        done
+    } >"$dir/$kind.hot.tmp"
+    while read -r d; do [ -f "$mnt/$d" ] || fail "hot path $d missing from the image"; done <"$dir/$kind.hot.tmp"
+    df -h "$mnt" >&2
+    umount "$mnt"
+    case $kind in
+    xfs) xfs_repair -n "$fsdev" >&2 ;;
+    *) e2fsck -fn "$fsdev" >&2 ;;
+    esac
+    losetup -d "$fsdev"
+    trap - EXIT
+    echo "$off" >"$dir/$kind.offset"
+    mv "$dir/$kind.hot.tmp" "$dir/$kind.hot"
+    mv "$img" "$dir/$kind.img"
+}
+
+# image_dir KIND: the cache directory holding KIND's image, built first if missing
+image_dir() {
+    local kind=$1 key dir
+    key=$(declare -f build_image | sha256sum | cut -c1-16)
+    dir="$CACHE/$key"
+    mkdir -p "$dir"
+    (
+        flock 9
+        if ! [ -f "$dir/$kind.img" ]; then
+            echo "building the $kind image in $dir (cached for later runs)" >&2
+            build_image "$kind" "$dir"
+        fi
+    ) 9>"$dir/.lock"
+    echo "$dir"
+}
+
+if [ "${1:-}" = make-image ]; then
+    require_root
+    image_dir "$2"
+    exit 0
+fi
+
+require_root
+need_tools qemu-storage-daemon qemu-img sfdisk dumpe2fs debugfs mkfs.ext4 e2fsck python3 flock
+[ -e /dev/fuse ] || skip "no /dev/fuse"
+
+CASE=$1
+DAEMON=$(wrapped "$2")
+NAME="fsa-$CASE-$$"
+STATE="$WORK/state"
+CONF="$WORK/conf"
+# Short: HotPaths= is one configuration line, and lines hold at most 199 characters.
+MNT=$(mktemp -d /tmp/fsa.XXXXXX)
+mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
+mkdir -p "$CONF"
+PARTS=() # partition nodes added with partx, removed again at exit
+
+teardown() {
+    local dev
+    if mountpoint -q "$MNT"; then umount "$MNT" || umount -l "$MNT" || true; fi
+    for dev in "${PARTS[@]}"; do partx -d "$dev" >/dev/null 2>&1 || true; done
+    "$RIG" down "$NAME" >/dev/null 2>&1 || true
+    rmdir "$MNT" 2>/dev/null || true
+    cleanup
+}
+trap teardown EXIT
+
+# ---- byte ranges --------------------------------------------------------------------------
+# Range files hold "OFFSET LENGTH" lines, like `ebs-rig map`. ranges OP ... (python3):
+#   union FILE...        merged, sorted
+#   missing NEED HAVE    the parts of NEED that HAVE does not cover
+#   inter A B            the parts of A inside B
+#   bytes FILE...        total bytes of the union
+#   chunks FILE          widened to whole 512 KiB chunks (what a chunk-granular reader reads)
+#   ext4 DUMPE2FS OFF free|used|meta    from `dumpe2fs` output, shifted by OFF bytes
+#   xfs-free FREESP BLOCKSIZE AGBLOCKS  from `xfs_db -c 'freesp -d'` output
+#   fiemap OFF FILEFRAG  extents from `filefrag -v -b1` output (bytes), shifted by OFF
+cat >"$WORK/ranges.py" <<'PY'
+import re, sys
+
+CHUNK = 524288
+
+def read(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 2 and int(p[1]) > 0:
+                out.append((int(p[0]), int(p[0]) + int(p[1])))
+    return out
+
+def merge(rs):
+    out = []
+    for a, b in sorted(rs):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [tuple(r) for r in out]
+
+def missing(need, have):
+    have, out, i = merge(have), [], 0
+    for a, b in merge(need):
+        while i < len(have) and have[i][1] <= a:
+            i += 1
+        j, cur = i, a
+        while j < len(have) and have[j][0] < b:
+            if have[j][0] > cur:
+                out.append((cur, have[j][0]))
+            cur = max(cur, have[j][1])
+            j += 1
+        if cur < b:
+            out.append((cur, b))
+    return out
+
+def show(rs):
+    for a, b in merge(rs):
+        print(a, b - a)
+
+def total(rs):
+    return sum(b - a for a, b in merge(rs))
+
+def ext4(path, off, what):
+    text = open(path).read()
+    bs = int(re.search(r"^Block size:\s+(\d+)", text, re.M).group(1))
+    count = int(re.search(r"^Block count:\s+(\d+)", text, re.M).group(1))
+    free, meta = [], []
+    for m in re.finditer(r"^\s+Free blocks: (.*)$", text, re.M):
+        for item in m.group(1).split(","):
+            item = item.strip()
+            if item:
+                a, _, b = item.partition("-")
+                free.append((int(a), int(b or a) + 1))
+    pat = (r"(superblock|Group descriptors|Reserved GDT blocks|Block bitmap|Inode bitmap|"
+           r"Inode table) at (\d+)(?:-(\d+))?")
+    for m in re.finditer(pat, text):
+        a = int(m.group(2))
+        meta.append((a, int(m.group(3) or a) + 1))
+    rs = {"free": free, "meta": meta, "used": missing([(0, count)], free)}[what]
+    return [(a * bs + off, b * bs + off) for a, b in rs]
+
+op, args = sys.argv[1], sys.argv[2:]
+if op == "union":
+    show([r for p in args for r in read(p)])
+elif op == "missing":
+    show(missing(read(args[0]), read(args[1])))
+elif op == "inter":
+    a = read(args[0])
+    show(missing(a, missing(a, read(args[1]))))
+elif op == "bytes":
+    print(total([r for p in args for r in read(p)]))
+elif op == "chunks":
+    show([(a // CHUNK * CHUNK, -(-b // CHUNK) * CHUNK) for a, b in read(args[0])])
+elif op == "ext4":
+    show(ext4(args[0], int(args[1]), args[2]))
+elif op == "xfs-free":
+    bs, agblocks, rs = int(args[1]), int(args[2]), []
+    for line in open(args[0]):
+        p = line.split()
+        if len(p) == 3 and all(x.isdigit() for x in p):
+            start = (int(p[0]) * agblocks + int(p[1])) * bs
+            rs.append((start, start + int(p[2]) * bs))
+    show(rs)
+elif op == "fiemap":
+    off, rs = int(args[0]), []
+    for line in open(args[1]):
+        m = re.match(r"\s*\d+:\s*\d+\.\.\s*\d+:\s*(\d+)\.\.\s*(\d+):", line)
+        if m:
+            rs.append((int(m.group(1)) + off, int(m.group(2)) + 1 + off))
+    show(rs)
+elif op == "submitted":
+    # strace -ttt -e io_submit output, the run's start (epoch seconds), NEED: seconds from the
+    # start by which io_submit had asked for every chunk of NEED, or "never"
+    left = {c for a, b in read(args[2]) for c in range(a // CHUNK, -(-b // CHUNK))}
+    t0 = float(args[1])
+    for line in open(args[0]):
+        p = line.split(None, 2)
+        if len(p) < 3 or not p[2].startswith("io_submit("):
+            continue
+        for n, o in re.findall(r"aio_nbytes=(\d+), aio_offset=(\d+)", p[2]):
+            left -= set(range(int(o) // CHUNK, -(-(int(o) + int(n)) // CHUNK)))
+        if not left:
+            print("%.3f" % (float(p[1]) - t0))
+            break
+    else:
+        print("never")
+else:
+    sys.exit("ranges: unknown op " + op)
+PY
+ranges() { python3 "$WORK/ranges.py" "$@"; }
+
+# ---- helpers ------------------------------------------------------------------------------
+
+hydrate() {
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key="$NAME" "$@"
+}
+
+now() { date +%s.%N; }
+# pct A B: A as a percentage of B, one decimal
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b ? 100 * a / b : 0 }'; }
+# rig_map FILE: the overlay's hydrated ranges now
+rig_map() { "$RIG" map "$NAME" >"$1"; }
+
+# rig_up KIND PROFILE: a cold rig volume over KIND's cached image; sets IMG, OFF, HOT, DEV, SIZE
+rig_up() {
+    local dir
+    dir=$(image_dir "$1")
+    IMG="$dir/$1.img" OFF=$(cat "$dir/$1.offset") HOT="$dir/$1.hot"
+    DEV=$("$RIG" up "$NAME" --data "$IMG" --profile "$2")
+    SIZE=$(blockdev --getsize64 "$DEV")
+}
+
+# ext4_witness: $WORK/used, free, meta: what ext4 uses / has free / keeps its metadata in, in
+# bytes of the whole image, from dumpe2fs and debugfs on the cached image (not the rig: their
+# reads would hydrate it). used and meta include the GPT (the protective MBR, the header and its
+# entries at the start, their backup at the end) when there is one.
+ext4_witness() {
+    local spec="$IMG" gpt="$WORK/gpt"
+    [ "$OFF" = 0 ] || spec="$IMG?offset=$OFF" # e2fsprogs' unix_io option
+    dumpe2fs "$spec" >"$WORK/dumpe2fs" 2>/dev/null || fail "dumpe2fs $spec failed"
+    grep -q '^Filesystem state: *clean$' "$WORK/dumpe2fs" || fail "the image's ext4 is not clean"
+    : >"$gpt"
+    [ "$OFF" = 0 ] || printf '0 %d\n%d %d\n' $((34 * 512)) $((SIZE - 33 * 512)) $((33 * 512)) >"$gpt"
+    ranges ext4 "$WORK/dumpe2fs" "$OFF" free >"$WORK/free"
+    ranges ext4 "$WORK/dumpe2fs" "$OFF" used >"$WORK/used.fs"
+    ranges union "$WORK/used.fs" "$gpt" >"$WORK/used"
+    ranges ext4 "$WORK/dumpe2fs" "$OFF" meta >"$WORK/meta.groups"
+    # The journal (inode 8): its blocks, as debugfs lists them.
+    debugfs -R 'blocks <8>' "$spec" 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+$' |
+        awk -v bs="$(awk '/^Block size:/ { print $3 }' "$WORK/dumpe2fs")" -v off="$OFF" \
+            '{ printf "%.0f %d\n", $1 * bs + off, bs }' >"$WORK/journal"
+    [ -s "$WORK/journal" ] || fail "debugfs listed no journal blocks"
+    ranges union "$WORK/meta.groups" "$WORK/journal" "$gpt" >"$WORK/meta"
+}
+
+# ext4_file_ranges RELPATH...: the files' blocks in bytes of the whole image (debugfs blocks)
+ext4_file_ranges() {
+    local spec="$IMG" f bs
+    [ "$OFF" = 0 ] || spec="$IMG?offset=$OFF"
+    bs=$(awk '/^Block size:/ { print $3 }' "$WORK/dumpe2fs")
+    for f in "$@"; do
+        debugfs -R "blocks /$f" "$spec" 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+$' |
+            awk -v bs="$bs" -v off="$OFF" '{ printf "%.0f %d\n", $1 * bs + off, bs }' >"$WORK/f.tmp"
+        [ -s "$WORK/f.tmp" ] || fail "debugfs found no blocks of /$f"
+        cat "$WORK/f.tmp"
+    done | sort -n >"$WORK/f.all"
+    ranges union "$WORK/f.all"
+}
+
+# assert_covered NEED HAVE WHAT: every byte of range file NEED lies in range file HAVE
+assert_covered() {
+    local miss
+    miss=$(ranges missing "$1" "$2")
+    [ -z "$miss" ] || fail "$3: $(wc -l <<<"$miss") ranges, $(awk '{ s += $2 } END { printf "%.0f", s }' <<<"$miss") bytes not hydrated, first: $(head -n 3 <<<"$miss" | tr '\n' ';')"
+}
+
+# check_used_mode WHAT: after a --mode=used run: the overlay holds every used byte, reads no
+# whole free chunk beyond 1% of the device, and at most MAX-PERCENT (default 45) of the device
+check_used_mode() {
+    local what=$1 max_percent=${2:-45} hyd used usedc extra
+    rig_map "$WORK/map"
+    hyd=$(ranges bytes "$WORK/map")
+    used=$(ranges bytes "$WORK/used")
+    ranges chunks "$WORK/used" >"$WORK/used.chunks"
+    usedc=$(ranges bytes "$WORK/used.chunks")
+    ranges missing "$WORK/map" "$WORK/used.chunks" >"$WORK/extra"
+    extra=$(ranges bytes "$WORK/extra")
+    echo "$what: device $SIZE bytes; file system uses $used ($(pct "$used" "$SIZE")%), in 512 KiB chunks $usedc ($(pct "$usedc" "$SIZE")%); overlay $hyd ($(pct "$hyd" "$SIZE")%); whole free chunks read $extra ($(pct "$extra" "$SIZE")%)"
+    assert_covered "$WORK/used" "$WORK/map" "$what: used bytes (dumpe2fs/xfs_db) left cold"
+    assert_le "$((hyd * 100))" "$((SIZE * max_percent))" "$what: overlay bytes, $max_percent% of the device"
+    assert_le "$((extra * 100))" "$SIZE" "$what: bytes of whole free chunks read, 1% of the device"
+}
+
+# run_sampled OUT ARGS...: run the daemon with ARGS, sampling `ebs-rig map` into
+# $WORK/sample.N every 0.3 s (under strace -e io_submit into $TRACE if set); $WORK/samples gets "N SECONDS" (when the map was back, since the
+# start); sets RUN_S (wall time) and RUN_RC.
+run_sampled() {
+    local out=$1 pid t0 t n=0
+    shift
+    rm -f "$WORK"/sample.* "$WORK/samples"
+    t0=$(now)
+    RUN_T0=$t0
+    if [ -n "${TRACE:-}" ]; then
+        strace -f -ttt -e trace=io_submit -o "$TRACE" "$DAEMON" --no-bus --state-dir="$STATE" \
+            --config-dir="$CONF" --progress=never --state-key="$NAME" "$@" >"$out" 2>&1 &
+    else
+        hydrate "$@" >"$out" 2>&1 &
+    fi
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        rig_map "$WORK/sample.$n" 2>/dev/null || true
+        t=$(now)
+        echo "$n $(awk -v a="$t" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')" >>"$WORK/samples"
+        n=$((n + 1))
+        sleep 0.3
+    done
+    RUN_RC=0
+    wait "$pid" || RUN_RC=$?
+    RUN_S=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')
+}
+
+# first_covered NEED: "N SECONDS" of the first sample whose map covers range file NEED
+first_covered() {
+    local n s
+    while read -r n s; do
+        if [ -z "$(ranges missing "$1" "$WORK/sample.$n")" ]; then
+            echo "$n $s"
+            return 0
+        fi
+    done <"$WORK/samples"
+    return 1
+}
+
+# mount_rig_partition: the rig's loop device's first partition (partx: the rig's loop device is
+# not partition-scanned) mounted read-only without touching the journal at $MNT; or the device
+# itself when OFF is 0. Sets MOUNTED_DEV.
+mount_rig_partition() {
+    local fstype=$1 opts=ro,noload
+    [ "$fstype" = xfs ] && opts=ro,norecovery
+    MOUNTED_DEV=$DEV
+    if [ "$OFF" != 0 ]; then
+        partx -a "$DEV" >/dev/null 2>&1 || true
+        PARTS+=("$DEV")
+        wait_for 5 test -b "${DEV}p1" || fail "partx -a $DEV made no ${DEV}p1"
+        MOUNTED_DEV=${DEV}p1
+    fi
+    mount -t "$fstype" -o "$opts" "$MOUNTED_DEV" "$MNT" || fail "mount -o $opts $MOUNTED_DEV failed"
+}
+
+# ---- cases --------------------------------------------------------------------------------
+
+# The dirty GPT ext4 image, unmounted: --mode=used reads every used byte and (almost) no free
+# chunk, at most 45% of the device; a --mode=full run then reads the rest.
+case_used_mode() {
+    local out t0 s hyd
+    rig_up gpt-ext4 seed
+    ext4_witness
+    t0=$(now)
+    out=$(hydrate --mode=used "$DEV" 2>&1) || fail "used-mode run exited $?: $out"
+    s=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+    echo "$out"
+    echo "used-mode run: $s s"
+    assert_contains "$out" "plan: metadata " "plan log line"
+    check_used_mode "used-mode"
+    t0=$(now)
+    out=$(hydrate --mode=full "$DEV" 2>&1) || fail "full-mode run after the used-mode run exited $?: $out"
+    echo "$out"
+    echo "full-mode run after it: $(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }') s"
+    hyd=$("$RIG" hydrated "$NAME" | awk '{ print $1 }')
+    assert_eq "$hyd" "$SIZE" "bytes in the overlay after the full-mode run"
+}
+
+# Full mode with HotPaths= on the mounted partition: the metadata (dumpe2fs: superblocks, group
+# descriptors, reserved GDT, bitmaps, inode tables; debugfs: the journal; the GPT) and the hot
+# files' blocks (debugfs) are all in the overlay within the first 10% of the run's wall time,
+# while offset order would reach the hot files (75-90% into the device) last. The run is
+# rate-limited (24 MiB/s, about 90 s). When: the daemon's io_submit calls under strace (the
+# time by which every such byte had been asked of the kernel; each read takes 90 ms to 0.6 s
+# here), and the first of the overlay samples (coarse: a map flushes the overlay through QMP,
+# which takes seconds under load) that holds them all, both printed; the assertion is on the
+# former plus one second.
+case_full_order() {
+    local hot=() f hotlist="" pre first n s hyd_at sub
+    need_tools strace
+    rig_up gpt-ext4 seed
+    ext4_witness
+    mapfile -t hot <"$HOT"
+    ext4_file_ranges "${hot[@]}" >"$WORK/hot"
+    mount_rig_partition ext4
+    for f in "${hot[@]}"; do hotlist="${hotlist:+$hotlist }$MNT/$f"; done
+    printf '[Hydrate]\nHotPaths=%s\n' "$hotlist" >"$CONF/hydrate.conf"
+    cat "$CONF/hydrate.conf"
+    rig_map "$WORK/premount"
+    pre=$(ranges bytes "$WORK/premount")
+    echo "hydrated by partx and mount before the run: $pre bytes"
+    ranges union "$WORK/meta" "$WORK/hot" >"$WORK/first"
+    echo "metadata $(ranges bytes "$WORK/meta") bytes, hot files $(ranges bytes "$WORK/hot") bytes (witnesses)"
+    TRACE="$WORK/trace" run_sampled "$WORK/out" --mode=full --rate-limit=24M "$DEV"
+    cat "$WORK/out"
+    assert_eq "$RUN_RC" 0 "full-mode run's exit status"
+    assert_contains "$(cat "$WORK/out")" "plan: metadata " "plan log line"
+    grep -q "hot paths 0 B\|hot paths 0\b" "$WORK/out" && fail "the plan found no hot path bytes"
+    echo "run: $RUN_S s, $(wc -l <"$WORK/samples") samples of the overlay"
+    assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the overlay at the end"
+    first=$(first_covered "$WORK/meta") || fail "metadata never all hydrated in the samples"
+    read -r n s <<<"$first"
+    echo "metadata all hydrated by $s s ($(pct "$s" "$RUN_S")% of the run)"
+    sub=$(ranges submitted "$WORK/trace" "$RUN_T0" "$WORK/first")
+    [ "$sub" != never ] || fail "metadata and hot files: io_submit never asked for all of them"
+    echo "metadata + hot files all submitted (strace io_submit) by $sub s ($(pct "$sub" "$RUN_S")% of the run)"
+    first=$(first_covered "$WORK/first") || fail "metadata and hot files never all hydrated in the samples"
+    read -r n s <<<"$first"
+    hyd_at=$(ranges bytes "$WORK/sample.$n")
+    echo "metadata + hot files all in the overlay at the sample of $s s ($(pct "$s" "$RUN_S")% of the run; the sample before: $(awk -v n="$n" '$1 == n - 1 { print $2 " s" }' "$WORK/samples")), overlay then $(pct "$hyd_at" "$SIZE")% of the device"
+    assert_le "$(awk -v a="$sub" -v b="$RUN_S" 'BEGIN { printf "%d", 1000 * (a + 1) / b }')" 100 \
+        "time until metadata and hot files were submitted, plus 1 s, per mille of the run"
+    # Not merely a fast run: most of the device was still cold then.
+    assert_le "$((hyd_at * 100))" "$((SIZE * 50))" "overlay bytes when metadata and hot files were done, 50%"
+}
+
+# kill -9 during the used stage, restart: completes, reads nothing twice beyond the in-flight
+# and checkpoint margin, and every used byte is hydrated.
+case_resume_across_phases() {
+    local sock log listener base after hyd status killed out margin est
+    rig_up gpt-ext4 seed
+    ext4_witness
+    sock="$WORK/notify.sock" log="$WORK/notify.log"
+    python3 "$HERE/notify-listener.py" "$sock" "$log" 120 &
+    listener=$!
+    wait_for 5 test -S "$sock" || fail "notify listener did not start"
+    base=$(sectors_read "$DEV")
+    # Metadata is about 5% of this device; the used stage runs to about 35% read.
+    kill_at_percent 18 "$DEV" "$base" env NOTIFY_SOCKET="$sock" "$DAEMON" --no-bus \
+        --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key="$NAME" \
+        --mode=used "$DEV"
+    killed=$(($(sectors_read "$DEV") - base))
+    echo "killed run: read $((killed * 512)) bytes, overlay then $("$RIG" hydrated "$NAME" | awk '{ print $1 }') bytes"
+    status=$(grep '^STATUS=' "$log" | tail -n 1 || true)
+    echo "last STATUS= before the kill: $status"
+    kill "$listener" 2>/dev/null || true
+    assert_contains "$status" "metadata done" "STATUS= at the kill"
+    assert_contains "$status" ", used " "STATUS= at the kill (in the used stage)"
+    out=$(hydrate --mode=used "$DEV" 2>&1) || fail "resumed run exited $?: $out"
+    echo "$out"
+    after=$(($(sectors_read "$DEV") - base))
+    rig_map "$WORK/map"
+    hyd=$(ranges bytes "$WORK/map")
+    echo "read over both runs: $((after * 512)) bytes, overlay $hyd bytes: read twice $(pct $((after * 512 - hyd)) "$SIZE")% of the device"
+    # The margin of rig/cold-resume-after-kill: 2% of the volume. In theory what completed
+    # after the last checkpoint (0.5% of the volume), what was in flight (the queue's top depth
+    # of 1 MiB reads, from the log) and the probes (blkid, libext2fs; about 1 MiB) make less:
+    est=$((SIZE * 5 / 1000 + $(sed -n 's/.*queue depth auto ([0-9]* to \([0-9]*\)).*/\1/p' <<<"$out" | head -n 1) * MIB + MIB))
+    margin=$((SIZE * 2 / 100))
+    echo "read twice allowed: $margin bytes (2% of the device; checkpoint step + top queue depth + probes: $(pct "$est" "$SIZE")%)"
+    assert_le "$((after * 512))" "$((hyd + margin))" "bytes read over both runs, overlay + margin"
+    check_used_mode "resumed used-mode"
+}
+
+# An ext4 file system on the whole device, no partition table.
+case_unpartitioned() {
+    local out
+    rig_up ext4 seed
+    ext4_witness
+    out=$(hydrate --mode=used "$DEV" 2>&1) || fail "used-mode run exited $?: $out"
+    echo "$out"
+    assert_contains "$out" "plan: metadata " "plan log line"
+    check_used_mode "unpartitioned used-mode"
+}
+
+# XFS, mounted read-only (its free space is only known mounted, through GETFSMAP): --mode=used
+# reads the used blocks (xfs_db freesp on the image: used = the rest, AG headers, inodes and log
+# included) and every surviving file's blocks (filefrag, FIEMAP), and little else.
+case_xfs_mounted() {
+    local out bs agblocks
+    need_tools xfs_db mkfs.xfs filefrag
+    rig_up xfs seed
+    bs=$(xfs_db -r -c 'sb 0' -c 'p blocksize' "$IMG" | awk '{ print $3 }')
+    agblocks=$(xfs_db -r -c 'sb 0' -c 'p agblocks' "$IMG" | awk '{ print $3 }')
+    xfs_db -r -c 'freesp -d' "$IMG" >"$WORK/freesp"
+    ranges xfs-free "$WORK/freesp" "$bs" "$agblocks" >"$WORK/free"
+    printf '0 %d\n' "$SIZE" >"$WORK/all"
+    ranges missing "$WORK/all" "$WORK/free" >"$WORK/used"
+    [ "$(ranges bytes "$WORK/free")" -gt $((SIZE / 3)) ] || fail "xfs_db freesp found too little free space"
+    mount_rig_partition xfs
+    out=$(hydrate --mode=used "$DEV" 2>&1) || fail "used-mode run exited $?: $out"
+    echo "$out"
+    assert_contains "$out" "plan: metadata " "plan log line"
+    # Not 45%: XFS spreads these small files so that chunks of 512 KiB hold 44.6% of this
+    # device; the bound is the used chunks plus 1% (whole free chunks read).
+    check_used_mode "xfs used-mode" 100
+    # The files' own extents, as the kernel maps them (FIEMAP on the mounted files).
+    find "$MNT" -type f -exec filefrag -v -b1 {} + >"$WORK/ff"
+    ranges fiemap 0 "$WORK/ff" >"$WORK/files.all"
+    ranges union "$WORK/files.all" >"$WORK/files"
+    echo "xfs: $(find "$MNT" -type f | wc -l) files, $(ranges bytes "$WORK/files") bytes of extents"
+    assert_covered "$WORK/files" "$WORK/map" "xfs: file extents (FIEMAP) left cold"
+}
+
+# No file system (zeroes): as before the plan, the whole device in offset order, in either
+# mode (unknown means used).
+case_unknown_fs() {
+    local out n s prev=0 hyd end bad=0 mode
+    for mode in used full; do
+        NAME="fsa-$CASE-$mode-$$"
+        DEV=$("$RIG" up "$NAME" --profile seed --size 256M)
+        SIZE=$(blockdev --getsize64 "$DEV")
+        run_sampled "$WORK/out" --mode=$mode --rate-limit=24M "$DEV"
+        cat "$WORK/out"
+        assert_eq "$RUN_RC" 0 "--mode=$mode run's exit status"
+        assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "--mode=$mode: bytes in the overlay"
+        # Offset order: in every sample, the hydrated bytes are a prefix of the device but
+        # for what is in flight (up to 32 MiB here) and for the last 4 MiB, which the start-up
+        # probe (libblkid: a backup GPT, RAID superblocks) reads first.
+        printf '%d %d\n' $((SIZE - 4 * MIB)) $((4 * MIB)) >"$WORK/tail"
+        echo "--mode=$mode: hydrated at the first sample, in the last 4 MiB: $(ranges inter "$WORK/sample.0" "$WORK/tail" | tr '\n' ' ')"
+        while read -r n s; do
+            [ -s "$WORK/sample.$n" ] || continue
+            ranges missing "$WORK/sample.$n" "$WORK/tail" >"$WORK/head"
+            hyd=$(ranges bytes "$WORK/head")
+            end=$(awk 'END { printf "%.0f", $1 + $2 }' "$WORK/head")
+            echo "sample $n at $s s: hydrated $hyd bytes below the last 4 MiB, up to $end"
+            if [ $((end - hyd)) -gt $((32 * MIB)) ] || [ "$hyd" -lt "$prev" ]; then
+                bad=$((bad + 1))
+            fi
+            prev=$hyd
+        done <"$WORK/samples"
+        echo "--mode=$mode: $RUN_S s, $(wc -l <"$WORK/samples") samples, all in offset order"
+        assert_eq "$bad" 0 "--mode=$mode: samples out of offset order"
+        "$RIG" down "$NAME" >/dev/null 2>&1
+        rm -f "$STATE"/*
+        prev=0
+    done
+}
+
+"case_${CASE//-/_}"
+echo "PASS: $CASE"

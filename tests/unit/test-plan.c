@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/* Plan: chunk classes at range boundaries, reading order, Mode=used and progress per stage. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "plan.h"
+#include "util.h"
+
+#define K UINT64_C(1024)
+#define CS (512 * K)
+
+typedef struct Fixture {
+        ChunkMap *map;
+        FsLayout layout;
+        FsRange ranges[8];
+} Fixture;
+
+/* 10 chunks of 512 KiB, the last one 4 KiB short. */
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        assert_int_equal(chunkmap_new(&f->map, 10 * CS - 4096, CS), 0);
+        f->layout.ranges = f->ranges;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        chunkmap_free(f->map);
+        free(f);
+        return 0;
+}
+
+static void add_range(Fixture *f, uint64_t offset, uint64_t length, FsRangeKind kind) {
+        f->ranges[f->layout.n_ranges++] = (FsRange){offset, length, kind};
+}
+
+/*
+ * chunk 0: metadata (a superblock at byte 1024, the rest free), chunk 1: free, chunks 2-3:
+ * used, with metadata in the last byte of chunk 3, chunks 4-9: free.
+ */
+static void layout_mixed(Fixture *f) {
+        add_range(f, 0, 1024, FS_RANGE_FREE);
+        add_range(f, 1024, 4096, FS_RANGE_METADATA);
+        add_range(f, 5120, 2 * CS - 5120, FS_RANGE_FREE);
+        add_range(f, 2 * CS, 2 * CS - 1, FS_RANGE_USED);
+        add_range(f, 4 * CS - 1, 1, FS_RANGE_METADATA);
+        add_range(f, 4 * CS, f->map->size - 4 * CS, FS_RANGE_FREE);
+        assert_int_equal(fslayout_check(&f->layout, f->map->size), 0);
+}
+
+static void test_plan_no_layout_is_all_used(void **state) {
+        Fixture *f = *state;
+        Plan *p = NULL;
+
+        assert_int_equal(plan_new(&p, f->map, NULL, NULL, 0, false), 0);
+        for (uint64_t c = 0; c < f->map->n_chunks; c++)
+                assert_int_equal(plan_stage_of(p, c), PLAN_STAGE_USED);
+        assert_false(p->fs_aware);
+        assert_true(p->total_bytes[PLAN_STAGE_USED] == f->map->size);
+        assert_int_equal(plan_current(p), PLAN_STAGE_USED);
+        plan_free(p);
+}
+
+static void test_plan_chunk_boundaries(void **state) {
+        Fixture *f = *state;
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, false), 0);
+        assert_true(p->fs_aware);
+        /* A chunk that overlaps metadata and free space is metadata. */
+        assert_int_equal(plan_stage_of(p, 0), PLAN_STAGE_METADATA);
+        assert_int_equal(plan_stage_of(p, 1), PLAN_STAGE_FREE);
+        assert_int_equal(plan_stage_of(p, 2), PLAN_STAGE_USED);
+        /* One byte of metadata at the very end of a used chunk. */
+        assert_int_equal(plan_stage_of(p, 3), PLAN_STAGE_METADATA);
+        /* A free range that starts exactly at a chunk boundary does not touch the chunk before. */
+        for (uint64_t c = 4; c < 10; c++)
+                assert_int_equal(plan_stage_of(p, c), PLAN_STAGE_FREE);
+        assert_true(p->total_bytes[PLAN_STAGE_METADATA] == 2 * CS);
+        assert_true(p->total_bytes[PLAN_STAGE_USED] == CS);
+        assert_true(p->total_bytes[PLAN_STAGE_FREE] == 7 * CS - 4096);
+        assert_true(p->total_bytes[PLAN_STAGE_HOT] == 0);
+        plan_free(p);
+}
+
+static void test_plan_hot_ranges(void **state) {
+        Fixture *f = *state;
+        ByteRange hot[] = {
+                {CS - 1, 2},        /* the last byte of chunk 0 and the first of chunk 1 */
+                {9 * CS, 100 * CS}, /* the short last chunk, reaching past the end */
+                {20 * CS, CS},      /* beyond the device: ignored */
+                {5 * CS + 7, 0},    /* empty: ignored */
+        };
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, hot, ELEMENTSOF(hot), false), 0);
+        assert_int_equal(plan_stage_of(p, 0), PLAN_STAGE_METADATA); /* metadata beats hot */
+        assert_int_equal(plan_stage_of(p, 1), PLAN_STAGE_HOT);
+        assert_int_equal(plan_stage_of(p, 5), PLAN_STAGE_FREE);
+        assert_int_equal(plan_stage_of(p, 9), PLAN_STAGE_HOT);
+        assert_true(p->total_bytes[PLAN_STAGE_HOT] == 2 * CS - 4096);
+        plan_free(p);
+}
+
+/* Reads stage by stage, each in offset order, merging neighbours of the same stage. */
+static void test_plan_order(void **state) {
+        Fixture *f = *state;
+        uint64_t expect[][2] = {{0, 1}, {3, 1}, {2, 1}, {1, 1}, {4, 4}, {8, 2}};
+        size_t i = 0;
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, false), 0);
+        for (PlanStage s = 0; s < _PLAN_STAGE_MAX; s++) {
+                uint64_t from = 0, first, count;
+
+                while (plan_next(p, f->map, s, from, 4, &first, &count) == 0) {
+                        assert_true(i < ELEMENTSOF(expect));
+                        assert_true(first == expect[i][0]);
+                        assert_true(count == expect[i][1]);
+                        chunkmap_set_busy(f->map, first, count, true);
+                        from = first + count;
+                        i++;
+                }
+        }
+        assert_int_equal(i, ELEMENTSOF(expect));
+        plan_free(p);
+}
+
+static void test_plan_next_skips_done_and_busy(void **state) {
+        Fixture *f = *state;
+        uint64_t first, count;
+        Plan *p = NULL;
+
+        assert_int_equal(plan_new(&p, f->map, NULL, NULL, 0, false), 0);
+        plan_mark_done(p, f->map, 0, 2);
+        chunkmap_set_busy(f->map, 4, 1, true);
+        assert_int_equal(plan_next(p, f->map, PLAN_STAGE_USED, 0, 8, &first, &count), 0);
+        assert_true(first == 2 && count == 2);
+        assert_int_equal(plan_next(p, f->map, PLAN_STAGE_USED, 4, 8, &first, &count), 0);
+        assert_true(first == 5 && count == 5);
+        assert_int_equal(plan_next(p, f->map, PLAN_STAGE_FREE, 0, 8, &first, &count), -ENOENT);
+        assert_int_equal(plan_next(p, f->map, PLAN_STAGE_USED, 10, 8, &first, &count), -ENOENT);
+        plan_free(p);
+}
+
+/* Mode=used: complete when every chunk but the free ones is done. */
+static void test_plan_used_mode_skips_free(void **state) {
+        Fixture *f = *state;
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, true), 0);
+        assert_int_equal(p->last, PLAN_STAGE_USED);
+        plan_mark_done(p, f->map, 0, 1);
+        plan_mark_done(p, f->map, 3, 1);
+        assert_false(plan_complete(p));
+        assert_int_equal(plan_current(p), PLAN_STAGE_USED);
+        plan_mark_done(p, f->map, 2, 1);
+        assert_true(plan_complete(p));
+        assert_int_equal(plan_current(p), _PLAN_STAGE_MAX);
+        assert_false(chunkmap_complete(f->map));
+        plan_free(p);
+
+        /* The same map in full mode: the free chunks are still to read. */
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, false), 0);
+        assert_false(plan_complete(p));
+        assert_int_equal(plan_current(p), PLAN_STAGE_FREE);
+        plan_free(p);
+}
+
+/* Done bytes per stage: from the bitmap at creation (a resumed run), then as chunks complete. */
+static void test_plan_progress_per_stage(void **state) {
+        Fixture *f = *state;
+        PlanProgress pp;
+        char line[200];
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        chunkmap_mark_done(f->map, 9, 1); /* from an earlier run */
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, false), 0);
+        assert_true(p->done_bytes[PLAN_STAGE_FREE] == CS - 4096);
+        assert_true(plan_mark_done(p, f->map, 0, 1) == 1);
+        assert_true(plan_mark_done(p, f->map, 0, 1) == 0); /* counted once */
+        assert_true(p->done_bytes[PLAN_STAGE_METADATA] == CS);
+        plan_get_progress(p, &pp);
+        assert_int_equal(pp.current, PLAN_STAGE_METADATA);
+        assert_string_equal(plan_progress_format(line, sizeof(line), &pp),
+                            "metadata 50%, used next, free space 14%");
+        plan_mark_done(p, f->map, 3, 1);
+        plan_get_progress(p, &pp);
+        assert_string_equal(plan_progress_format(line, sizeof(line), &pp),
+                            "metadata done, used 0%, free space 14%");
+        plan_mark_done(p, f->map, 0, 10);
+        plan_get_progress(p, &pp);
+        assert_int_equal(pp.current, _PLAN_STAGE_MAX);
+        assert_string_equal(plan_progress_format(line, sizeof(line), &pp),
+                            "metadata done, used done, free space done");
+        plan_free(p);
+}
+
+static void test_plan_progress_used_mode(void **state) {
+        Fixture *f = *state;
+        PlanProgress pp;
+        char line[200];
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, true), 0);
+        plan_get_progress(p, &pp);
+        assert_true(pp.skip_free);
+        assert_string_equal(plan_progress_format(line, sizeof(line), &pp),
+                            "metadata 0%, used next, free space skipped (Mode=used)");
+        plan_free(p);
+}
+
+static void test_plan_stage_names(void **state) {
+        assert_string_equal(plan_stage_to_string(PLAN_STAGE_METADATA), "metadata");
+        assert_string_equal(plan_stage_to_string(PLAN_STAGE_HOT), "hot-paths");
+        assert_string_equal(plan_stage_to_string(PLAN_STAGE_USED), "used");
+        assert_string_equal(plan_stage_to_string(PLAN_STAGE_FREE), "free");
+        assert_string_equal(plan_stage_to_string(_PLAN_STAGE_MAX), "done");
+        assert_null(plan_stage_to_string(_PLAN_STAGE_MAX + 1));
+        assert_string_equal(plan_stage_to_human(PLAN_STAGE_FREE), "free space");
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        const struct CMUnitTest tests[] = {
+                T(test_plan_no_layout_is_all_used),
+                T(test_plan_chunk_boundaries),
+                T(test_plan_hot_ranges),
+                T(test_plan_order),
+                T(test_plan_next_skips_done_and_busy),
+                T(test_plan_used_mode_skips_free),
+                T(test_plan_progress_per_stage),
+                T(test_plan_progress_used_mode),
+                cmocka_unit_test(test_plan_stage_names),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
