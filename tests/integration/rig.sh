@@ -26,6 +26,10 @@ hydrated_bytes() {
     "$RIG" hydrated "$NAME" | awk '{ print $1 }'
 }
 
+overlay_above() { # BYTES
+    [ "$(hydrated_bytes)" -gt "$1" ]
+}
+
 case_cold_complete() {
     local dev out size base read
     dev=$("$RIG" up "$NAME" --profile seed --size 256M)
@@ -116,7 +120,10 @@ case_vanish() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" \
         "$dev" >"$WORK/out" 2>&1 &
     pid=$!
-    sleep 1.5
+    # Vanish mid-run, once reads have landed: not after a fixed time, since the file system
+    # discovery's cold probes (and valgrind) can take seconds before the first read. 64 MiB is
+    # far more than discovery fetches.
+    wait_for 120 overlay_above $((64 << 20)) || fail "nothing hydrated within 120 s"
     "$RIG" vanish "$NAME" >/dev/null 2>&1
     wait "$pid" || rc=$?
     out=$(cat "$WORK/out")
