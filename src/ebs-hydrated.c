@@ -521,10 +521,10 @@ static int resolve_hot_paths(const Run *run, const BlockDevice *dev, const Hydra
         *ret_n = 0;
         if (s->hot_paths[strspn(s->hot_paths, " \t")] == '\0')
                 return 0;
-        if (fstat(dev->fd, &st) < 0)
-                return log_warning_errno(-errno, "Cannot stat %s, ignoring HotPaths=: %m",
-                                         dev->path),
-                       0;
+        if (fstat(dev->fd, &st) < 0) {
+                log_warning_errno(-errno, "Cannot stat %s, ignoring HotPaths=: %m", dev->path);
+                return 0;
+        }
         r = hotpaths_resolve(s->hot_paths, st.st_rdev, run->sysfs_root, ret, ret_n);
         if (r < 0)
                 return log_error_errno(r, "Failed to resolve HotPaths=: %m");

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "test-util.h"
 #include "util.h"
 
 #define ETC_DIR "/etc/ebs-hydrate/"
@@ -70,19 +71,6 @@ static const MatchTarget others[] = {
         {NULL, NULL, "sdf"},                      /* not EBS: a kernel name is no mapping name */
         {NULL, NULL, "loop3"},
 };
-
-static char *xasprintf(const char *format, ...) _printf_(1, 2);
-static char *xasprintf(const char *format, ...) {
-        va_list ap;
-        char *s;
-        int r;
-
-        va_start(ap, format);
-        r = vasprintf(&s, format, ap);
-        va_end(ap);
-        assert_true(r >= 0);
-        return s;
-}
 
 /* A roff line as the text it stands for; NULL if it holds an escape an example should not. */
 static char *roff_unescape(const char *line) {

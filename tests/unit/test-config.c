@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "test-util.h"
 #include "util.h"
 
 #define USR "usr/lib/ebs-hydrate"
@@ -43,19 +44,6 @@ static const MatchTarget dev_g = {
         .device_name = "xvdg",
         .kernel_name = "nvme2n1",
 };
-
-static char *xasprintf(const char *format, ...) _printf_(1, 2);
-static char *xasprintf(const char *format, ...) {
-        va_list ap;
-        char *s;
-        int r;
-
-        va_start(ap, format);
-        r = vasprintf(&s, format, ap);
-        va_end(ap);
-        assert_true(r >= 0);
-        return s;
-}
 
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof(*f));
