@@ -121,4 +121,8 @@ bool hydrator_state_complete(const Hydrator *h);
 /* hydrator_already_complete() - nothing left to read: every chunk, or (Mode=used, once the plan
  * is set) every chunk that is not free space. */
 bool hydrator_already_complete(const Hydrator *h);
+/* hydrator_record_complete() - when hydrator_already_complete() holds for Mode=used but the
+ * checkpoint does not say so yet (a full run was stopped after the used blocks, say), save it
+ * with that mark, which ebs-hydratectl shows. 0, or the error of saving (logged). */
+int hydrator_record_complete(Hydrator *h);
 void hydrator_get_status(const Hydrator *h, HydratorStatus *ret);

@@ -30,6 +30,8 @@ typedef struct HydrateState {
         uint64_t size;               /* device size in bytes */
         uint32_t logical_block_size;
         bool complete;         /* every chunk was read */
+        bool used_complete;    /* not complete, but the last run, Mode=used, finished: it read
+                                  every chunk the file system used; only free space is cold */
         uint64_t created_usec; /* CLOCK_REALTIME */
         uint64_t updated_usec; /* CLOCK_REALTIME */
         uint64_t active_usec;  /* time spent hydrating, summed over runs */

@@ -42,6 +42,7 @@ typedef struct VolumeInfo {
         VolumePhase *phases;            /* D-Bus PhaseProgress; NULL when not running */
         size_t n_phases;
         bool running;
+        bool free_space_cold; /* completed by Mode=used: free space was left unread */
 } VolumeInfo;
 
 typedef struct VolumeList {
@@ -63,7 +64,9 @@ int volume_info_add_phase(VolumeInfo *v, const char *name, uint64_t done_bytes,
 
 /*
  * volume_info_from_state() - describe a volume that only has a state file: "completed" if the
- * state says so, else "stopped"; hydrated bytes from the chunk map, errors = unreadable ranges.
+ * state says so (every chunk read, or a Mode=used run finished: then free_space_cold), "failed"
+ * if every chunk was read or recorded unreadable, else "stopped"; hydrated bytes from the chunk
+ * map, errors = unreadable ranges.
  */
 int volume_info_from_state(const HydrateState *s, VolumeInfo *ret);
 

@@ -617,6 +617,9 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 char cold[FORMAT_BYTES_MAX];
                 uint64_t n = st.size - st.done_bytes;
 
+                if (hydrator_record_complete(run->hydrator) < 0)
+                        return EXIT_FAILED;
+
                 if (n == 0) {
                         printf("%s: already hydrated, nothing to read\n", key);
                         (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);

@@ -229,6 +229,13 @@ static void account_active_time(Hydrator *h, uint64_t now) {
         h->accounted_usec = now;
 }
 
+/* Mode=used has read everything but free space. A full run clears the mark at its first
+ * checkpoint: what it leaves unread when stopped is not "done". */
+static bool used_complete(const Hydrator *h) {
+        return !h->state->complete && h->settings.mode == HYDRATE_MODE_USED &&
+               plan_complete(h->plan);
+}
+
 static int checkpoint(Hydrator *h) {
         uint64_t now = now_usec();
         int r;
@@ -236,6 +243,7 @@ static int checkpoint(Hydrator *h) {
         account_active_time(h, now);
         h->state->updated_usec = realtime_usec();
         h->state->complete = chunkmap_complete(h->state->map);
+        h->state->used_complete = used_complete(h);
         r = state_save(h->state_dir_fd, h->state);
         /* Failed or not, the next try is a checkpoint step or a timer period away: a broken
          * state file system must not turn every completion into an error line. */
@@ -245,6 +253,12 @@ static int checkpoint(Hydrator *h) {
         if (r < 0)
                 return log_error_errno(r, "Failed to save state file %s.state: %m", h->state->key);
         return 0;
+}
+
+int hydrator_record_complete(Hydrator *h) {
+        if (h->state->used_complete == used_complete(h))
+                return 0;
+        return checkpoint(h);
 }
 
 static void finish(Hydrator *h, HydratorPhase phase, int error) {

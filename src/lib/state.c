@@ -4,7 +4,8 @@
  *   magic[8] version:u32 flags:u32 size:u64 lbs:u32 chunk_size:u32 n_chunks:u64 n_done:u64
  *   created:u64 updated:u64 active_usec:u64 bytes_read:u64 key_len:u32 n_bad:u32
  *   key[key_len] bad[n_bad]{offset:u64 length:u64} bitmap[ceil(n_chunks/8)] crc32:u32
- * The CRC (zlib crc32) covers every byte before it. Decoding trusts nothing it has not checked.
+ * flags: 1 complete, 2 used-complete (never both). The CRC (zlib crc32) covers every byte
+ * before it. Decoding trusts nothing it has not checked.
  */
 #include <endian.h>
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #define STATE_HEADER_SIZE 88u
 #define STATE_FLAG_COMPLETE 1u
+#define STATE_FLAG_USED_COMPLETE 2u
 
 int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logical_block_size,
               uint32_t chunk_size) {
@@ -166,7 +168,8 @@ int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size) {
                 return -ENOMEM;
         memcpy(buf, STATE_MAGIC, 8);
         p = put_u32(buf + 8, STATE_VERSION);
-        p = put_u32(p, s->complete ? STATE_FLAG_COMPLETE : 0);
+        p = put_u32(p, (s->complete ? STATE_FLAG_COMPLETE : 0) |
+                               (s->used_complete ? STATE_FLAG_USED_COMPLETE : 0));
         p = put_u64(p, s->size);
         p = put_u32(p, s->logical_block_size);
         p = put_u32(p, s->map->chunk_size);
@@ -242,7 +245,8 @@ int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
         chunk_size = get_u32(&p);
         n_chunks = get_u64(&p);
         n_done = get_u64(&p);
-        if ((flags & ~STATE_FLAG_COMPLETE) != 0 || !lbs_valid(lbs))
+        if ((flags & ~(STATE_FLAG_COMPLETE | STATE_FLAG_USED_COMPLETE)) != 0 ||
+            (flags & STATE_FLAG_COMPLETE && flags & STATE_FLAG_USED_COMPLETE) || !lbs_valid(lbs))
                 return -EBADMSG;
 
         if (!chunk_size_valid(chunk_size) || dev_size == 0 || dev_size % lbs != 0 ||
@@ -273,6 +277,7 @@ int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
         s->size = dev_size;
         s->logical_block_size = lbs;
         s->complete = flags & STATE_FLAG_COMPLETE;
+        s->used_complete = flags & STATE_FLAG_USED_COMPLETE;
         if (n_bad > 0) {
                 s->bad = calloc(n_bad, sizeof(ByteRange));
                 if (!s->bad)

@@ -78,7 +78,7 @@ static void row_fill(Row *row, const VolumeInfo *v) {
         row->cell[COL_ETA] =
                 moving ? format_duration(row->eta, sizeof(row->eta), v->eta_seconds) : "-";
         row->cell[COL_ERRORS] = row->errors;
-        row->cell[COL_PHASE] = or_dash(v->phase);
+        row->cell[COL_PHASE] = v->free_space_cold ? "done (Mode=used)" : or_dash(v->phase);
 }
 
 static void print_cells(FILE *f, const char *const cell[N_COLUMNS], const size_t width[N_COLUMNS]) {
@@ -191,7 +191,8 @@ static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
             json_add_u64(o, "rate_bytes_per_second", v->rate_bytes_per_second) < 0 ||
             json_add_u64(o, "eta_seconds", v->eta_seconds) < 0 ||
             json_add_u64(o, "error_count", v->error_count) < 0 ||
-            json_add(o, "running", json_object_new_boolean(v->running)) < 0)
+            json_add(o, "running", json_object_new_boolean(v->running)) < 0 ||
+            json_add(o, "free_space_cold", json_object_new_boolean(v->free_space_cold)) < 0)
                 return -ENOMEM;
         if (v->running) { /* what the plan is, only a running daemon knows */
                 struct json_object *phases = NULL;

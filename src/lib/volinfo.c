@@ -73,11 +73,12 @@ int volume_info_from_state(const HydrateState *s, VolumeInfo *ret) {
         int r;
 
         r = volume_info_init(ret, s->key, NULL, NULL, NULL,
-                             complete                  ? VOLUME_STATE_COMPLETED
-                             : finished_with_errors(s) ? VOLUME_STATE_FAILED
-                                                       : VOLUME_STATE_STOPPED);
+                             complete || s->used_complete ? VOLUME_STATE_COMPLETED
+                             : finished_with_errors(s)    ? VOLUME_STATE_FAILED
+                                                          : VOLUME_STATE_STOPPED);
         if (r < 0)
                 return r;
+        ret->free_space_cold = !complete && s->used_complete;
         ret->size_bytes = s->size;
         ret->hydrated_bytes = chunkmap_done_bytes(s->map);
         ret->error_count = s->n_bad;

@@ -134,6 +134,7 @@ need_tools qemu-storage-daemon qemu-img sfdisk dumpe2fs debugfs mkfs.ext4 e2fsck
 
 CASE=$1
 DAEMON=$(wrapped "$2")
+CTL="$(dirname "$DAEMON")/ebs-hydratectl" # wrapped alike, if wrapped
 NAME="fsa-$CASE-$$"
 STATE="$WORK/state"
 CONF="$WORK/conf"
@@ -420,10 +421,25 @@ mount_rig_partition() {
 
 # ---- cases --------------------------------------------------------------------------------
 
+# ctl_says STATE FREE-SPACE-COLD PHASE WHAT: ebs-hydratectl, from the state file alone, shows the
+# volume as STATE, with "free_space_cold" FREE-SPACE-COLD (true|false) in JSON, and PHASE in the
+# table's last column
+ctl_says() {
+    local json table
+    json=$("$CTL" --state-dir="$STATE" --json status "$NAME" 2>/dev/null) || fail "$4: ebs-hydratectl --json status exited $?"
+    table=$("$CTL" --state-dir="$STATE" status "$NAME" 2>/dev/null) || fail "$4: ebs-hydratectl status exited $?"
+    echo "$4: $(tail -n 1 <<<"$table")"
+    assert_eq "$(python3 -c 'import json, sys; v = json.load(sys.stdin)["volumes"][0]; print(v["state"], str(v["free_space_cold"]).lower())' <<<"$json")" "$1 $2" "$4: ebs-hydratectl state and free_space_cold"
+    assert_eq "$(tail -n 1 <<<"$table" | sed 's/.*  //')" "$3" "$4: ebs-hydratectl PHASE"
+}
+
 # The dirty GPT ext4 image, unmounted: --mode=used reads every used byte and (almost) no free
-# chunk, at most 45% of the device; a --mode=full run then reads the rest.
+# chunk, at most 45% of the device; a --mode=full run then reads the rest. Between them the
+# state file says what ebs-hydratectl shows: completed by Mode=used; stopped once a full run
+# has begun (SIGTERM after 3 s); completed by Mode=used again when a used-mode run finds nothing
+# left; completed.
 case_used_mode() {
-    local out t0 s hyd
+    local out t0 s hyd pid rc=0
     rig_up gpt-ext4 seed
     ext4_witness
     t0=$(now)
@@ -433,12 +449,28 @@ case_used_mode() {
     echo "used-mode run: $s s"
     assert_contains "$out" "plan: metadata " "plan log line"
     check_used_mode "used-mode"
+    ctl_says completed true "done (Mode=used)" "after the used-mode run"
+    # exec: $! must be the daemon, not a subshell running the function
+    (exec "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never \
+        --state-key="$NAME" --mode=full --rate-limit=24M "$DEV" >"$WORK/out" 2>&1) &
+    pid=$!
+    sleep 3
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    cat "$WORK/out"
+    assert_eq "$rc" 143 "full-mode run stopped by SIGTERM: exit status"
+    ctl_says stopped false - "after 3 s of a full-mode run"
+    out=$(hydrate --mode=used "$DEV" 2>&1) || fail "second used-mode run exited $?: $out"
+    echo "$out"
+    assert_contains "$out" "already hydrated (Mode=used: " "second used-mode run"
+    ctl_says completed true "done (Mode=used)" "after the second used-mode run"
     t0=$(now)
     out=$(hydrate --mode=full "$DEV" 2>&1) || fail "full-mode run after the used-mode run exited $?: $out"
     echo "$out"
     echo "full-mode run after it: $(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }') s"
     hyd=$("$RIG" hydrated "$NAME" | awk '{ print $1 }')
     assert_eq "$hyd" "$SIZE" "bytes in the overlay after the full-mode run"
+    ctl_says completed false - "after the full-mode run"
 }
 
 # Full mode with HotPaths= on the mounted partition: the metadata (dumpe2fs: superblocks, group

@@ -122,6 +122,42 @@ static void test_state_false_complete(void **state) {
         assert_null(d);
 }
 
+/* Mode=used's mark (flag 2) survives a round trip; with "complete" (it would contradict it), or
+ * with an unknown flag, the file is refused. */
+static void test_state_used_complete(void **state) {
+        Fixture *f = *state;
+        HydrateState *d = NULL;
+        uint8_t *buf;
+        size_t size;
+
+        assert_false(f->s->used_complete);
+        f->s->used_complete = true;
+        assert_int_equal(state_encode(f->s, &buf, &size), 0);
+        assert_int_equal(buf[12], 2);
+        assert_int_equal(state_decode(buf, size, &d), 0);
+        assert_true(d->used_complete);
+        assert_false(d->complete);
+        state_free(d);
+        d = NULL;
+
+        free(buf);
+        chunkmap_mark_done(f->s->map, 0, 10);
+        f->s->used_complete = false;
+        f->s->complete = true;
+        assert_int_equal(state_encode(f->s, &buf, &size), 0);
+        assert_int_equal(state_decode(buf, size, &d), 0); /* complete alone: fine */
+        state_free(d);
+        d = NULL;
+        buf[12] = 3;
+        reseal(buf, size);
+        assert_int_equal(state_decode(buf, size, &d), -EBADMSG);
+        buf[12] = 1 | 4;
+        reseal(buf, size);
+        assert_int_equal(state_decode(buf, size, &d), -EBADMSG);
+        assert_null(d);
+        free(buf);
+}
+
 static void test_state_truncated(void **state) {
         Fixture *f = *state;
         HydrateState *d = NULL;
@@ -544,6 +580,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_complete_roundtrip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_false_complete, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_used_complete, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_truncated, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_bit_flipped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_wrong_version, setup, teardown),

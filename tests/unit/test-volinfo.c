@@ -115,6 +115,24 @@ static void test_volinfo_from_state(void **state) {
                 volume_info_done(&v);
         }
 
+        /* A Mode=used run finished with 3 chunks of free space unread: completed, and said. */
+        {
+                _cleanup_(state_freep) HydrateState *s = NULL;
+                VolumeInfo v;
+
+                assert_int_equal(state_new(&s, "vol-0dddddddddddddddd", 10 * CHUNK, 4096, CHUNK),
+                                 0);
+                chunkmap_mark_done(s->map, 0, 7);
+                s->used_complete = true;
+                assert_int_equal(volume_info_from_state(s, &v), 0);
+                assert_string_equal(v.state, "completed");
+                assert_true(v.free_space_cold);
+                assert_int_equal(volume_info_permille(&v), 700);
+                volume_info_done(&v);
+        }
+
+        assert_false(partial.free_space_cold);
+        assert_false(done.free_space_cold);
         assert_string_equal(done.state, "completed");
         assert_int_equal(done.hydrated_bytes, 10 * CHUNK);
         assert_int_equal(done.error_count, 0);
@@ -202,7 +220,7 @@ static void test_volinfo_json(void **state) {
         assert_int_equal(json_object_array_length(volumes), 2);
 
         v = json_object_array_get_idx(volumes, 0);
-        assert_int_equal(json_object_object_length(v), 13);
+        assert_int_equal(json_object_object_length(v), 14);
         assert_json_string(v, "phase", "used");
         assert_true(json_object_object_get_ex(v, "phases", &x));
         assert_int_equal(json_object_array_length(x), 2);
@@ -224,6 +242,9 @@ static void test_volinfo_json(void **state) {
         assert_true(json_object_object_get_ex(v, "running", &x));
         assert_true(json_object_is_type(x, json_type_boolean));
         assert_true(json_object_get_boolean(x));
+        assert_true(json_object_object_get_ex(v, "free_space_cold", &x));
+        assert_true(json_object_is_type(x, json_type_boolean));
+        assert_false(json_object_get_boolean(x));
 
         v = json_object_array_get_idx(volumes, 1);
         assert_json_string(v, "volume_id", "odd\"key\\");
@@ -234,6 +255,8 @@ static void test_volinfo_json(void **state) {
         assert_json_uint(v, "eta_seconds", 0);
         assert_json_uint(v, "error_count", 1);
         assert_true(json_object_object_get_ex(v, "running", &x));
+        assert_false(json_object_get_boolean(x));
+        assert_true(json_object_object_get_ex(v, "free_space_cold", &x));
         assert_false(json_object_get_boolean(x));
         /* One decimal, as on the table, not 40.000000000000001. */
         assert_non_null(strstr(text, "\"percent\":40.0,"));
@@ -344,6 +367,27 @@ static void test_volinfo_table(void **state) {
                                   "   42.0%  10.0 GiB  187 MiB/s  32s       0  used\n");
 }
 
+/* Mode=used finished: completed below 100%, and the PHASE column says why; in JSON too. */
+static void test_volinfo_used_complete(void **state) {
+        VolumeInfo items[] = {stored_volume("vol-0aaaaaaaaaaaaaaaa", false)};
+        _cleanup_(volume_list_freep) VolumeList *l = NULL;
+        _cleanup_free_ char *text = NULL, *json = NULL;
+
+        free(items[0].state);
+        items[0].state = strdup("completed");
+        assert_non_null(items[0].state);
+        items[0].free_space_cold = true;
+        l = list_of(items, 1);
+        text = render(print_table_with_legend, l);
+        assert_string_equal(text, "VOLUME                 DEVICE  MAPPING  STATE      HYDRATED     "
+                                  "SIZE  RATE  ETA  ERRORS  PHASE\n"
+                                  "vol-0aaaaaaaaaaaaaaaa  -       -        completed     40.0%  "
+                                  "5.0 MiB     -    -       1  done (Mode=used)\n");
+        json = render(volume_list_print_json, l);
+        assert_non_null(strstr(json, "\"state\":\"completed\""));
+        assert_non_null(strstr(json, "\"free_space_cold\":true"));
+}
+
 static void test_volinfo_table_paused_and_empty(void **state) {
         VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "")};
         _cleanup_(volume_list_freep) VolumeList *l = list_of(items, 1);
@@ -382,6 +426,7 @@ int main(void) {
                 cmocka_unit_test(test_volinfo_metrics_escaping),
                 cmocka_unit_test(test_volinfo_table),
                 cmocka_unit_test(test_volinfo_table_paused_and_empty),
+                cmocka_unit_test(test_volinfo_used_complete),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
