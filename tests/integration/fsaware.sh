@@ -15,6 +15,7 @@
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
 RIG="$(cd "$HERE/../lab" && pwd)/ebs-rig"
+BLKIO="$(cd "$HERE/../tools" && pwd)/blkio-trace"
 CACHE=${EBS_FSAWARE_CACHE:-/var/tmp/ebs-hydrate-fsaware}
 MIB=1048576
 
@@ -148,6 +149,7 @@ teardown() {
     local dev
     if mountpoint -q "$MNT"; then umount "$MNT" || umount -l "$MNT" || true; fi
     for dev in "${PARTS[@]}"; do partx -d "$dev" >/dev/null 2>&1 || true; done
+    [ -z "${BLKTRACE:-}" ] || "$BLKIO" drop "$BLKTRACE" || true
     "$RIG" down "$NAME" >/dev/null 2>&1 || true
     rmdir "$MNT" 2>/dev/null || true
     cleanup
@@ -257,22 +259,6 @@ elif op == "fiemap":
         if m:
             rs.append((int(m.group(1)) + off, int(m.group(2)) + 1 + off))
     show(rs)
-elif op == "submitted":
-    # strace -ttt -e io_submit output, the run's start (epoch seconds), NEED: seconds from the
-    # start by which io_submit had asked for every chunk of NEED, or "never"
-    left = {c for a, b in read(args[2]) for c in range(a // CHUNK, -(-b // CHUNK))}
-    t0 = float(args[1])
-    for line in open(args[0]):
-        p = line.split(None, 2)
-        if len(p) < 3 or not p[2].startswith("io_submit("):
-            continue
-        for n, o in re.findall(r"aio_nbytes=(\d+), aio_offset=(\d+)", p[2]):
-            left -= set(range(int(o) // CHUNK, -(-(int(o) + int(n)) // CHUNK)))
-        if not left:
-            print("%.3f" % (float(p[1]) - t0))
-            break
-    else:
-        print("never")
 else:
     sys.exit("ranges: unknown op " + op)
 PY
@@ -361,23 +347,14 @@ check_used_mode() {
 }
 
 # run_sampled OUT ARGS...: run the daemon with ARGS, sampling `ebs-rig map` into
-# $WORK/sample.N every 0.3 s (under strace -e io_submit into $TRACE if set); $WORK/samples gets "N SECONDS" (when the map was back, since the
+# $WORK/sample.N every 0.3 s; $WORK/samples gets "N SECONDS" (when the map was back, since the
 # start); sets RUN_S (wall time) and RUN_RC.
 run_sampled() {
     local out=$1 pid t0 t n=0
     shift
     rm -f "$WORK"/sample.* "$WORK/samples"
     t0=$(now)
-    RUN_T0=$t0
-    if [ -n "${TRACE:-}" ]; then
-        # LeakSanitizer cannot run under ptrace (it stops the process to scan it) and fails the
-        # exit of an ASan build; the ASan and valgrind runs of the other cases check leaks.
-        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-            strace -f -ttt -e trace=io_submit -o "$TRACE" "$DAEMON" --no-bus --state-dir="$STATE" \
-            --config-dir="$CONF" --progress=never --state-key="$NAME" "$@" >"$out" 2>&1 &
-    else
-        hydrate "$@" >"$out" 2>&1 &
-    fi
+    hydrate "$@" >"$out" 2>&1 &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
         rig_map "$WORK/sample.$n" 2>/dev/null || true
@@ -389,18 +366,6 @@ run_sampled() {
     RUN_RC=0
     wait "$pid" || RUN_RC=$?
     RUN_S=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')
-}
-
-# first_covered NEED: "N SECONDS" of the first sample whose map covers range file NEED
-first_covered() {
-    local n s
-    while read -r n s; do
-        if [ -z "$(ranges missing "$1" "$WORK/sample.$n")" ]; then
-            echo "$n $s"
-            return 0
-        fi
-    done <"$WORK/samples"
-    return 1
 }
 
 # mount_rig_partition: the rig's loop device's first partition (partx: the rig's loop device is
@@ -475,16 +440,15 @@ case_used_mode() {
 
 # Full mode with HotPaths= on the mounted partition: the metadata (dumpe2fs: superblocks, group
 # descriptors, reserved GDT, bitmaps, inode tables; debugfs: the journal; the GPT) and the hot
-# files' blocks (debugfs) are all in the overlay within the first 10% of the run's wall time,
-# while offset order would reach the hot files (75-90% into the device) last. The run is
-# rate-limited (24 MiB/s, about 90 s). When: the daemon's io_submit calls under strace (the
-# time by which every such byte had been asked of the kernel; each read takes 90 ms to 0.6 s
-# here), and the first of the overlay samples (coarse: a map flushes the overlay through QMP,
-# which takes seconds under load) that holds them all, both printed; the assertion is on the
-# former plus one second.
+# files' blocks (debugfs) are all hydrated within the first 10% of the run's wall time, while
+# offset order would reach the hot files (75-90% into the device) last. The run is rate-limited
+# (24 MiB/s, about 90 s). "Hydrated": the block layer completed a read of the byte on the rig's
+# loop device (tests/tools/blkio-trace: the kernel's tracepoints, so the daemon's own accounting
+# plays no part; a completed read is one qemu has fetched), or it was in the overlay before the
+# run (partx and mount read some). The trace is checked against the overlay: together with what
+# was there before, it saw every byte the overlay holds at the end.
 case_full_order() {
-    local hot=() f hotlist="" pre first n s hyd_at sub
-    need_tools strace
+    local hot=() f hotlist="" pre q c run read_then read_total missed
     rig_up gpt-ext4 seed
     ext4_witness
     mapfile -t hot <"$HOT"
@@ -498,27 +462,24 @@ case_full_order() {
     echo "hydrated by partx and mount before the run: $pre bytes"
     ranges union "$WORK/meta" "$WORK/hot" >"$WORK/first"
     echo "metadata $(ranges bytes "$WORK/meta") bytes, hot files $(ranges bytes "$WORK/hot") bytes (witnesses)"
-    TRACE="$WORK/trace" run_sampled "$WORK/out" --mode=full --rate-limit=24M "$DEV"
+    BLKTRACE="fsa-$$"
+    "$BLKIO" start "$BLKTRACE" "$DEV" || fail "cannot trace the block layer (blkio-trace start)"
+    hydrate --mode=full --rate-limit=24M "$DEV" >"$WORK/out" 2>&1 || RUN_RC=$?
+    "$BLKIO" stop "$BLKTRACE" "$WORK/blk" || fail "blkio-trace stop failed"
+    BLKTRACE=
     cat "$WORK/out"
-    assert_eq "$RUN_RC" 0 "full-mode run's exit status"
+    assert_eq "${RUN_RC:-0}" 0 "full-mode run's exit status"
     assert_contains "$(cat "$WORK/out")" "plan: metadata " "plan log line"
     grep -q "hot paths 0 B\|hot paths 0\b" "$WORK/out" && fail "the plan found no hot path bytes"
-    echo "run: $RUN_S s, $(wc -l <"$WORK/samples") samples of the overlay"
     assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the overlay at the end"
-    first=$(first_covered "$WORK/meta") || fail "metadata never all hydrated in the samples"
-    read -r n s <<<"$first"
-    echo "metadata all hydrated by $s s ($(pct "$s" "$RUN_S")% of the run)"
-    sub=$(ranges submitted "$WORK/trace" "$RUN_T0" "$WORK/first")
-    [ "$sub" != never ] || fail "metadata and hot files: io_submit never asked for all of them"
-    echo "metadata + hot files all submitted (strace io_submit) by $sub s ($(pct "$sub" "$RUN_S")% of the run)"
-    first=$(first_covered "$WORK/first") || fail "metadata and hot files never all hydrated in the samples"
-    read -r n s <<<"$first"
-    hyd_at=$(ranges bytes "$WORK/sample.$n")
-    echo "metadata + hot files all in the overlay at the sample of $s s ($(pct "$s" "$RUN_S")% of the run; the sample before: $(awk -v n="$n" '$1 == n - 1 { print $2 " s" }' "$WORK/samples")), overlay then $(pct "$hyd_at" "$SIZE")% of the device"
-    assert_le "$(awk -v a="$sub" -v b="$RUN_S" 'BEGIN { printf "%d", 1000 * (a + 1) / b }')" 100 \
-        "time until metadata and hot files were submitted, plus 1 s, per mille of the run"
+    read -r _ q _ c _ run _ read_then _ read_total _ missed <<<"$("$BLKIO" when "$WORK/blk" "$WORK/first" "$WORK/premount" "$SIZE")"
+    echo "block layer: run $run s, read $read_total bytes; metadata + hot files all asked for by $q s ($(pct "$q" "$run")%), all read by $c s ($(pct "$c" "$run")% of the run), device read by then $read_then bytes ($(pct "$read_then" "$SIZE")%)"
+    assert_eq "$missed" 0 "bytes of the device neither in the trace's reads nor hydrated before the run"
+    [ "$c" != never ] || fail "metadata and hot files: the trace never saw them all read"
+    assert_le "$(awk -v a="$c" -v b="$run" 'BEGIN { printf "%d", 1000 * a / b }')" 100 \
+        "time until metadata and hot files were read, per mille of the run"
     # Not merely a fast run: most of the device was still cold then.
-    assert_le "$((hyd_at * 100))" "$((SIZE * 50))" "overlay bytes when metadata and hot files were done, 50%"
+    assert_le "$((read_then * 100))" "$((SIZE * 50))" "bytes read when metadata and hot files were done, 50%"
 }
 
 # kill -9 during the used stage, restart: completes, reads nothing twice beyond the in-flight
