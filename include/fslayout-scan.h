@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside fslayout: the list the scanners add ranges to, and the two scanners, libext2fs for
- * ext2/3/4 that is not mounted and GETFSMAP for a mounted ext4 or XFS. Not for other modules:
- * fslayout.h is the interface.
+ * Inside fslayout: the list the scanners add ranges to, and the scanners: libext2fs for
+ * ext2/3/4 that is not mounted, GETFSMAP for a mounted ext4 or XFS, and XFS's own metadata read
+ * from the device, mounted or not. Not for other modules: fslayout.h is the interface.
  */
 #pragma once
 
@@ -46,6 +46,25 @@ typedef enum FsScanResult {
  */
 int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool metadata_only,
                       FsRangeList *out, char **ret_detail);
+
+/*
+ * fslayout_scan_xfs() - the metadata of the XFS at [@offset, @offset + @size) of the file or
+ * device at @path, read from it directly, read-only. Adds METADATA for each AG's header sectors
+ * (superblock, AGF, AGI, AGFL; whole blocks), the internal log, every block of the AG btrees
+ * (free space by block and by count, reverse mapping and reference count if present, inodes and
+ * free inodes), the AGFL's blocks and the inode chunks the inode btree names (only the clusters
+ * that exist, in sparse chunks). Each btree block must carry the magic number and level its
+ * parent implies (v5: its own disk address, AG and UUID too); one that does not is skipped, not
+ * followed. Never adds FREE or USED: the free-space btrees on disk may be stale (a mounted file
+ * system, or a dirty log), so free space is for GETFSMAP to tell.
+ * @ret_detail: why free space is unknown, with a count of what did not validate, or why the
+ * scan failed (malloc'ed; NULL if out of memory).
+ * Return: FS_SCAN_METADATA_ONLY; FS_SCAN_FAILED (nothing added) if there is no XFS superblock or
+ * it is not understood (v4 and v5 are; an unknown incompatible feature or inconsistent geometry
+ * is not), or the file system is larger than @size; or -ENOMEM.
+ */
+int fslayout_scan_xfs(const char *path, uint64_t offset, uint64_t size, FsRangeList *out,
+                      char **ret_detail);
 
 /*
  * fslayout_find_mount() - where the file system on block device @dev is mounted, from

@@ -42,8 +42,11 @@ typedef struct FsLayout {
  *
  * Finds the partition table (GPT or MBR) with libblkid, then for each partition, or for the
  * whole device if there is no table, the file system: ext2/3/4 not mounted through libext2fs,
- * ext4 and XFS mounted through GETFSMAP on the mount point, anything else is used. One odd
- * partition never fails the discovery: it is treated as used and its note says why.
+ * ext4 and XFS mounted through GETFSMAP on the mount point, anything else is used. XFS's AG
+ * metadata (headers, btrees, inode chunks, log) is also read from the device, which GETFSMAP
+ * does not name without the reverse-mapping btree; an XFS that is not mounted gets its metadata
+ * only, the rest is used (its free space is known only through GETFSMAP). One odd partition
+ * never fails the discovery: it is treated as used and its note says why.
  *
  * Return: 0; -EINVAL if @device_size is 0; -ENOMEM; or the negative errno of reopening or
  * reading the device.

@@ -3,7 +3,8 @@
  * fslayout_discover(): the partition table with libblkid (its own sectors are metadata, the
  * space between partitions is used), then the content of each partition, or of the whole
  * device, handed to the scanner that can map it: GETFSMAP when mounted, libext2fs for ext2/3/4
- * otherwise. Whatever cannot be mapped is used, and its note says why.
+ * otherwise; XFS's AG metadata is also read from the device, mounted or not. Whatever cannot be
+ * mapped is used, and its note says why.
  */
 #include <blkid.h>
 #include <dirent.h>
@@ -36,7 +37,7 @@ typedef struct Region {
         dev_t dev;          /* its block device, 0 if unknown (an image file) */
         char *fstype;       /* libblkid's TYPE, NULL if none was found */
         char *state;        /* "unmounted", "mounted on /srv", ...; NULL if not relevant */
-        const char *method; /* "libext2fs" or "GETFSMAP" if mapped */
+        const char *method; /* "libext2fs", "GETFSMAP", ... if mapped, even if only in part */
         FsScanResult result;
         char *detail; /* why not mapped (or mapped only in part), or a remark */
 } Region;
@@ -429,6 +430,37 @@ static int add_ext_metadata(Discovery *d, Region *region) {
         return 0;
 }
 
+/* XFS's AG headers, btrees, inode chunks and log, read from the device. Without the
+ * reverse-mapping btree (mkfs.xfs's default), a mounted XFS reports them to GETFSMAP as in use
+ * by an unknown owner. What is on disk may lag behind a mounted file system by the blocks its
+ * btrees gained or gave up since: good enough for an order of reading, and free space is never
+ * taken from it. If it cannot be read, GETFSMAP's answer stands. */
+static int add_xfs_metadata(Discovery *d, Region *region) {
+        _cleanup_free_ char *ignored = NULL;
+        int r;
+
+        r = fslayout_scan_xfs(d->path, region->offset, region->size, &d->list, &ignored);
+        if (r < 0)
+                return r;
+        if (r == FS_SCAN_METADATA_ONLY)
+                region->method = "GETFSMAP, own reading for the AG metadata";
+        return 0;
+}
+
+/* An XFS that GETFSMAP could not map (not mounted, or out of reach): its metadata, read from the
+ * device; the rest stays used. */
+static int scan_xfs(Discovery *d, Region *region) {
+        int r;
+
+        r = fslayout_scan_xfs(d->path, region->offset, region->size, &d->list, &region->detail);
+        if (r < 0)
+                return r;
+        region->result = r;
+        if (r != FS_SCAN_FAILED)
+                region->method = "own reading of the XFS metadata";
+        return 0;
+}
+
 static int scan_region(Discovery *d, Region *region) {
         bool xfs;
         int r;
@@ -445,14 +477,8 @@ static int scan_region(Discovery *d, Region *region) {
         if (r < 0)
                 return r;
         if (r > 0)
-                return is_ext(region->fstype) ? add_ext_metadata(d, region) : 0;
-        if (xfs)
-                return set_string(
-                        &region->detail,
-                        strncmp(strempty(region->state), "mounted", 7) == 0
-                                ? "free space unknown"
-                                : "free space unknown (XFS is mapped only while mounted)");
-        return scan_ext(d, region);
+                return xfs ? add_xfs_metadata(d, region) : add_ext_metadata(d, region);
+        return xfs ? scan_xfs(d, region) : scan_ext(d, region);
 }
 
 static int note_add(Discovery *d, char *note) {
