@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Issues 3 and 6, in a QEMU guest with real systemd, udev and D-Bus: the Debian package,
+"""Issues 3, 6 and 7, in a QEMU guest with real systemd, udev and D-Bus: the Debian package,
 installed with dpkg -i, hydrates cold EBS volumes by itself: its unit, udev rule, D-Bus policy,
 ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
 
@@ -20,6 +20,10 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
   d3  re-attached, a new instance resumes from the checkpoint, not from 0
   d4  ... and completes, reading only what was left (the guest kernel's sector count)
   e   after a reboot both instances say "already hydrated" and read (almost) nothing
+  g   file-system-aware hydration under the unit's sandbox: a hot-plugged volume whose
+      snapshot holds a GPT disk with ext4 (disabled by a drop-in until the partition is mounted
+      read-only in the guest), restarted with Mode=used and HotPaths=: GETFSMAP on the mount
+      point, the hot file found, the free space left cold, ebs-hydratectl says "completed"
   f   dpkg --purge while a hot-plugged third volume hydrates: no instance, process, bus name,
       unit, rule or state is left, and a new udev event on the volume starts nothing
 
@@ -35,6 +39,8 @@ import argparse
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -71,6 +77,8 @@ class Vol:
 VOL_A = Vol("a", "vol0123456789abcdef0", 1024 * MIB, 8 * MIB)
 VOL_B = Vol("b", "vol0fedcba9876543210", 256 * MIB, 6 * MIB)
 VOL_C = Vol("c", "vol0c0ffee0000000001", 256 * MIB, 4 * MIB)
+# Its snapshot holds a GPT disk with ext4 on partition 1 (make_ext4_image).
+VOL_D = Vol("d", "vol0da7a000000000004", 256 * MIB, 16 * MIB)
 # Not EBS (no "vol" serial): no instance ever reads it, so what the guest kernel counts for it
 # is what udev's probes read at boot; step e compares the hydrated volumes with it.
 VOL_BASE = Vol("base", "base0000000000000000", 1024 * MIB, 0)
@@ -478,6 +486,66 @@ def step_e(m, restart):
         check(m.hydrated(vol.name)[0] == vol.size, "rig: %s still 100%%" % vol.volume_id)
 
 
+def make_ext4_image(path, size):
+    """A raw GPT disk image of @size bytes, partition 1 from 1 MiB holding ext4 with 48 MiB of
+    data files and a 4 MiB file, hot, which step g names in HotPaths=."""
+    tree = path + ".d"
+    os.makedirs(os.path.join(tree, "data"))
+    for i in range(6):
+        with open(os.path.join(tree, "data", "file-%d" % i), "wb") as f:
+            f.write(os.urandom(8 * MIB))
+    with open(os.path.join(tree, "hot"), "wb") as f:
+        f.write(os.urandom(4 * MIB))
+    with open(path, "wb") as f:
+        f.truncate(size)
+    subprocess.run(["sfdisk", "-q", path], input="label: gpt\nstart=2048, type=linux\n",
+                      text=True, check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-d", tree, "-E", "offset=%d" % MIB, path,
+                       "%dk" % ((size - 2 * MIB) // 1024)], check=True)
+    shutil.rmtree(tree)
+
+
+def step_g(m, data):
+    vol = VOL_D
+    conf = "/etc/ebs-hydrate/hydrate.conf.d/50-step-g.conf"
+    m.write_file(conf, "[Match]\nVolumeId=%s\n[Hydrate]\nEnabled=no\n" % vol.volume_id)
+    m.add_cold_volume(vol.name, vol.serial, vol.size, bps=vol.bps, hotplug=True, data=data)
+    vol.kname = m.block_device(vol.serial)
+    unit = unit_of(vol)
+    p = wait_unit(m, unit, finished, "finished", 60)
+    check("disabled by configuration" in p["StatusText"],
+          "%s: first disabled by a drop-in" % unit, repr(p["StatusText"]))
+    m.succeed("udevadm settle && mkdir -p /srv/d && mount -o ro /dev/%sp1 /srv/d" % vol.kname)
+    m.write_file(conf, "[Match]\nVolumeId=%s\n[Hydrate]\nMode=used\nHotPaths=/srv/d/hot\n"
+                 % vol.volume_id)
+    m.succeed("systemctl restart %s" % unit, 300)
+    p = wait_unit(m, unit, finished, "finished", 300)
+    invocation = m.succeed("systemctl show -p InvocationID --value %s" % unit).strip()
+    log = m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
+    vm.log_output("journal of %s (invocation %s):" % (unit, invocation), log)
+    check(p["ActiveState"] == "active" and p["SubState"] == "exited" and p["Result"] == "success",
+          "restarted with Mode=used: %s completes" % unit,
+          "%s/%s result=%s" % (p["ActiveState"], p["SubState"], p["Result"]))
+    check(re.search(r"partition 1 \(ext4, [^)]*mounted on /srv/d\): .*\(GETFSMAP", log),
+          "the mounted partition was mapped with GETFSMAP, inside the unit's sandbox")
+    plan = re.search(r"plan: metadata ([^,]+), hot paths ([^,]+), used ([^,]+), free ([^,;]+)",
+                     log)
+    check(plan is not None, "the plan line is in the journal")
+    # The plan counts whole 512 KiB chunks: the 4 MiB file touches 8 or 9 of them.
+    check(plan.group(1) != "0 B" and plan.group(2) in ("4.0 MiB", "4.5 MiB") and
+          plan.group(4) != "0 B", "the plan has metadata, the 4 MiB hot file (FIEMAP as user "
+          "ebs-hydrate) and free space", plan.group(0))
+    check("free space left cold (Mode=used)" in p["StatusText"],
+          "its final STATUS says free space was left cold", repr(p["StatusText"]))
+    v = json.loads(m.succeed("ebs-hydratectl status --json %s" % vol.volume_id))["volumes"][0]
+    check(v["state"] == "completed" and v["free_space_cold"] is True and v["percent"] < 100,
+          "ebs-hydratectl: completed by Mode=used", repr(v))
+    done, size, pct = m.hydrated(vol.name)
+    check(pct < 50, "rig: only the used part of %s was read" % vol.volume_id,
+          "%.1f%% of %d MiB in the overlay" % (pct, size // MIB))
+    m.succeed("umount /srv/d && rm -f %s && rmdir %s" % (conf, os.path.dirname(conf)))
+
+
 def step_f(m):
     vol = VOL_C
     attach(m, vol, hotplug=True)
@@ -548,7 +616,7 @@ class Runner:
         return "\n".join(lines)
 
 
-def run(m, timer, restart, deb):
+def run(m, timer, restart, deb, data):
     r = Runner(m, timer)
     attach(m, VOL_A, hotplug=False)
     m.add_cold_volume(VOL_BASE.name, VOL_BASE.serial, VOL_BASE.size, latency_ms=0)
@@ -574,6 +642,7 @@ def run(m, timer, restart, deb):
         if m.volumes[VOL_B.name].attached:
             r.step("d4: ... completes, reading only what was left", step_d4, record)
     r.step("e: reboot: already hydrated, nothing read", step_e, restart)
+    r.step("g: Mode=used, GETFSMAP and HotPaths= under the unit", step_g, data)
     r.step("f: dpkg --purge while hydrating: nothing left", step_f)
     return r
 
@@ -604,9 +673,11 @@ def main():
         with timer.step("image build"):
             image = vm.build_image(os.path.join(workdir, "root.img"),
                                    deb=os.path.abspath(args.deb))
+            data = os.path.join(workdir, "vol-d.img")
+            make_ext4_image(data, VOL_D.size)
         with vm.Machine(image, workdir=os.path.join(workdir, "machine")) as m:
             try:
-                runner = run(m, timer, args.reboot == "restart", args.deb)
+                runner = run(m, timer, args.reboot == "restart", args.deb, data)
             except BaseException:
                 print("--- guest console (last lines)\n" + m.console_tail(80), flush=True)
                 raise

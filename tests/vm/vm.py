@@ -203,13 +203,14 @@ def _die_with_parent():
 class Volume:
     """A cold EBS volume: QEMU nodes over an overlay file that outlives attachments."""
 
-    def __init__(self, machine, name, serial, size, latency_ms, bps):
+    def __init__(self, machine, name, serial, size, latency_ms, bps, data=None):
         if not re.match(r"^[A-Za-z][A-Za-z0-9_-]{0,15}$", name):
             raise ValueError("volume name %r: a letter, then up to 15 of [A-Za-z0-9_-]" % name)
         if size % CLUSTER_SIZE:
             raise ValueError("volume size must be a multiple of %d" % CLUSTER_SIZE)
         self.name, self.serial, self.size = name, serial, size
         self.latency_ms, self.bps = latency_ms, bps
+        self.data = data  # a raw image the snapshot holds (read-only); None: zeroes
         self.throttled = bps > 0  # a throttle node, even after set_volume_rate(name, 0)
         self.overlay = os.path.join(machine.workdir, name + ".qcow2")
         self.device_id = name + "-dev"
@@ -225,8 +226,13 @@ class Volume:
     def nodes(self):
         """blockdev-add arguments, bottom to top."""
         n = self.name
-        nodes = [{"driver": "null-aio", "node-name": n + "-s3", "size": self.size,
-                  "latency-ns": int(self.latency_ms * 1e6), "read-zeroes": True}]
+        if self.data:
+            # No latency knob on a file: the throttle node keeps such a volume slow.
+            nodes = [{"driver": "raw", "node-name": n + "-s3", "read-only": True,
+                      "file": {"driver": "file", "filename": self.data, "read-only": True}}]
+        else:
+            nodes = [{"driver": "null-aio", "node-name": n + "-s3", "size": self.size,
+                      "latency-ns": int(self.latency_ms * 1e6), "read-zeroes": True}]
         backing = n + "-s3"
         if self.throttled:
             nodes.append({"driver": "throttle", "node-name": n + "-thr",
@@ -600,10 +606,11 @@ class Machine:
 
     # ---- cold volumes --------------------------------------------------------------------
 
-    def add_cold_volume(self, name, serial, size, latency_ms=90, bps=0, hotplug=None):
+    def add_cold_volume(self, name, serial, size, latency_ms=90, bps=0, hotplug=None, data=None):
         """Attach a cold volume as an NVMe disk with @serial. Before start() it is on the
         command line (present at boot); after, it is hot-plugged (hotplug=True is then
-        implied). Adding a name again after remove_volume() re-attaches the same volume,
+        implied). @data: a raw image of @size bytes the volume's snapshot holds (zeroes if
+        None; then reads take @latency_ms, else only the cap @bps slows them). Adding a name again after remove_volume() re-attaches the same volume,
         overlay and all; @size and @latency_ms are then those of the first add, the cap the
         current one (see set_volume_rate)."""
         if hotplug is None:
@@ -614,7 +621,7 @@ class Machine:
             raise VMError("QEMU is running: a volume added now is hot-plugged")
         vol = self.volumes.get(name)
         if vol is None:
-            vol = Volume(self, name, serial, size, latency_ms, bps)
+            vol = Volume(self, name, serial, size, latency_ms, bps, data)
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2",
                             "-o", "cluster_size=%d" % CLUSTER_SIZE, vol.overlay, str(size)],
                            check=True)
