@@ -378,6 +378,29 @@ run_sampled() {
     RUN_S=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')
 }
 
+# traced_full_run NEED BEFORE WHAT PERMILLE: a full-mode run at 24 MiB/s traced by blkio-trace;
+# it must exit 0 and leave the whole device in the overlay, the trace must have seen every byte
+# not in range file BEFORE (hydrated before the run) read, and every byte of range file NEED
+# (WHAT, for the messages) must have been read within PERMILLE of the run's time. Prints the
+# figures; leaves the daemon's output in $WORK/out and the bytes read by then in READ_THEN.
+traced_full_run() {
+    local need=$1 before=$2 what=$3 permille=$4 rc=0 q c run read_total missed
+    BLKTRACE="fsa-$$"
+    "$BLKIO" start "$BLKTRACE" "$DEV" || fail "cannot trace the block layer (blkio-trace start)"
+    hydrate --mode=full --rate-limit=24M "$DEV" >"$WORK/out" 2>&1 || rc=$?
+    "$BLKIO" stop "$BLKTRACE" "$WORK/blk" || fail "blkio-trace stop failed"
+    BLKTRACE=
+    cat "$WORK/out"
+    assert_eq "$rc" 0 "full-mode run's exit status"
+    assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the overlay at the end"
+    read -r _ q _ c _ run _ READ_THEN _ read_total _ missed <<<"$("$BLKIO" when "$WORK/blk" "$need" "$before" "$SIZE")"
+    echo "block layer: run $run s, read $read_total bytes; $what all asked for by $q s ($(pct "$q" "$run")%), all read by $c s ($(pct "$c" "$run")% of the run), device read by then $READ_THEN bytes ($(pct "$READ_THEN" "$SIZE")%)"
+    assert_eq "$missed" 0 "bytes of the device neither in the trace's reads nor hydrated before the run"
+    [ "$c" != never ] || fail "$what: the trace never saw it all read"
+    assert_le "$(awk -v a="$c" -v b="$run" 'BEGIN { printf "%d", 1000 * a / b }')" "$permille" \
+        "time until $what was read, per mille of the run"
+}
+
 # mount_rig_partition: the rig's loop device's first partition (partx: the rig's loop device is
 # not partition-scanned) mounted read-only without touching the journal at $MNT; or the device
 # itself when OFF is 0. Sets MOUNTED_DEV.
@@ -458,7 +481,7 @@ case_used_mode() {
 # run (partx and mount read some). The trace is checked against the overlay: together with what
 # was there before, it saw every byte the overlay holds at the end.
 case_full_order() {
-    local hot=() f hotlist="" pre q c run read_then read_total missed
+    local hot=() f hotlist="" pre
     rig_up gpt-ext4 seed
     ext4_witness
     mapfile -t hot <"$HOT"
@@ -472,24 +495,11 @@ case_full_order() {
     echo "hydrated by partx and mount before the run: $pre bytes"
     ranges union "$WORK/meta" "$WORK/hot" >"$WORK/first"
     echo "metadata $(ranges bytes "$WORK/meta") bytes, hot files $(ranges bytes "$WORK/hot") bytes (witnesses)"
-    BLKTRACE="fsa-$$"
-    "$BLKIO" start "$BLKTRACE" "$DEV" || fail "cannot trace the block layer (blkio-trace start)"
-    hydrate --mode=full --rate-limit=24M "$DEV" >"$WORK/out" 2>&1 || RUN_RC=$?
-    "$BLKIO" stop "$BLKTRACE" "$WORK/blk" || fail "blkio-trace stop failed"
-    BLKTRACE=
-    cat "$WORK/out"
-    assert_eq "${RUN_RC:-0}" 0 "full-mode run's exit status"
+    traced_full_run "$WORK/first" "$WORK/premount" "metadata + hot files" 100
     assert_contains "$(cat "$WORK/out")" "plan: metadata " "plan log line"
     grep -q "hot paths 0 B\|hot paths 0\b" "$WORK/out" && fail "the plan found no hot path bytes"
-    assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the overlay at the end"
-    read -r _ q _ c _ run _ read_then _ read_total _ missed <<<"$("$BLKIO" when "$WORK/blk" "$WORK/first" "$WORK/premount" "$SIZE")"
-    echo "block layer: run $run s, read $read_total bytes; metadata + hot files all asked for by $q s ($(pct "$q" "$run")%), all read by $c s ($(pct "$c" "$run")% of the run), device read by then $read_then bytes ($(pct "$read_then" "$SIZE")%)"
-    assert_eq "$missed" 0 "bytes of the device neither in the trace's reads nor hydrated before the run"
-    [ "$c" != never ] || fail "metadata and hot files: the trace never saw them all read"
-    assert_le "$(awk -v a="$c" -v b="$run" 'BEGIN { printf "%d", 1000 * a / b }')" 100 \
-        "time until metadata and hot files were read, per mille of the run"
     # Not merely a fast run: most of the device was still cold then.
-    assert_le "$((read_then * 100))" "$((SIZE * 50))" "bytes read when metadata and hot files were done, 50%"
+    assert_le "$((READ_THEN * 100))" "$((SIZE * 50))" "bytes read when metadata and hot files were done, 50%"
 }
 
 # kill -9 during the used stage, restart: completes, reads nothing twice beyond the in-flight
@@ -584,7 +594,7 @@ case_xfs_mounted() {
 # free-inode and refcount btrees, the inode chunks and the log. The timing, as in full-order,
 # from the block layer (blkio-trace).
 case_xfs_unmounted() {
-    local out bs agblocks agcount agblklog ag cmds=() q c run read_then read_total missed
+    local out bs agblocks agcount agblklog ag cmds=()
     need_tools xfs_db
     rig_up xfs seed
     bs=$(xfs_db -r -c 'sb 0' -c 'p blocksize' "$IMG" | awk '{ print $3 }')
@@ -602,22 +612,9 @@ case_xfs_unmounted() {
     echo "xfs_db: $(wc -l <"$WORK/blockuse") blocks typed; metadata $(ranges bytes "$WORK/meta") bytes ($(awk '{ print $5 }' "$WORK/blockuse" | sort | uniq -c | sort -rn | head -n 12 | awk '{ printf "%s %s, ", $2, $1 }'))"
     [ "$(ranges bytes "$WORK/meta")" -gt $((4 * MIB)) ] || fail "xfs_db found too little metadata"
     rig_map "$WORK/before"
-    BLKTRACE="fsa-$$"
-    "$BLKIO" start "$BLKTRACE" "$DEV" || fail "cannot trace the block layer (blkio-trace start)"
-    hydrate --mode=full --rate-limit=24M "$DEV" >"$WORK/out" 2>&1 || RUN_RC=$?
-    "$BLKIO" stop "$BLKTRACE" "$WORK/blk" || fail "blkio-trace stop failed"
-    BLKTRACE=
-    cat "$WORK/out"
-    assert_eq "${RUN_RC:-0}" 0 "full-mode run's exit status"
+    traced_full_run "$WORK/meta" "$WORK/before" "the XFS metadata" 150
     out=$(grep -m1 'plan: metadata ' "$WORK/out") || fail "no plan log line"
     case $out in *"plan: metadata 0 B,"*) fail "the plan found no XFS metadata: $out" ;; esac
-    assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the overlay at the end"
-    read -r _ q _ c _ run _ read_then _ read_total _ missed <<<"$("$BLKIO" when "$WORK/blk" "$WORK/meta" "$WORK/before" "$SIZE")"
-    echo "block layer: run $run s, read $read_total bytes; XFS metadata all asked for by $q s ($(pct "$q" "$run")%), all read by $c s ($(pct "$c" "$run")% of the run), device read by then $read_then bytes ($(pct "$read_then" "$SIZE")%)"
-    assert_eq "$missed" 0 "bytes of the device neither in the trace's reads nor hydrated before the run"
-    [ "$c" != never ] || fail "XFS metadata: the trace never saw it all read"
-    assert_le "$(awk -v a="$c" -v b="$run" 'BEGIN { printf "%d", 1000 * a / b }')" 150 \
-        "time until the XFS metadata was read, per mille of the run"
 }
 
 # No file system (zeroes): as before the plan, the whole device in offset order, in either
