@@ -164,17 +164,11 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
                 return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
         /* Reads cover whole chunks: BlockSize rounded to a multiple of the state's chunk size. */
         h->chunks_per_request = MAX(UINT64_C(1), settings->block_size / h->state->map->chunk_size);
-        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO) {
-                uint64_t inflight = MAX(h->state->size / 1000 * HYDRATOR_AUTO_INFLIGHT_PERMILLE,
-                                        HYDRATOR_AUTO_INFLIGHT_MIN);
-
+        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
                 tuner_init(&h->tuner, HYDRATOR_AUTO_DEPTH_MIN, HYDRATOR_AUTO_DEPTH_START,
-                           tuner_bound(inflight, request_bytes(h), HYDRATOR_AUTO_DEPTH_MIN,
-                                       HYDRATOR_AUTO_DEPTH_MAX),
-                           now_usec());
-        } else {
+                           HYDRATOR_AUTO_DEPTH_MAX, now_usec());
+        else
                 tuner_fixed(&h->tuner, settings->queue_depth, now_usec());
-        }
         *ret = TAKE_PTR(h);
         return 0;
 }

@@ -1,12 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The queue-depth hill climber described in tuner.h.
+ * The reader control law described in tuner.h: a throughput hill climb, held to a queueing
+ * delay target, that yields to other I/O on the device.
  */
 #include "tuner.h"
 #include "util.h"
 
 static unsigned clamp_depth(const DepthTuner *t, uint64_t depth) {
         return (unsigned)CLAMP(depth, (uint64_t)t->min, (uint64_t)t->max);
+}
+
+/* Yielding to others, the depth may go below the minimum of the climb, down to one read. */
+static unsigned clamp_yield(const DepthTuner *t, uint64_t depth) {
+        return (unsigned)CLAMP(depth, UINT64_C(1), (uint64_t)t->max);
+}
+
+/* A quarter less, at least one read less, never none. */
+static unsigned give_way(const DepthTuner *t) {
+        return clamp_yield(t, MIN((uint64_t)t->depth * TUNER_CONTENTION_NUM / TUNER_CONTENTION_DEN,
+                                  (uint64_t)t->depth - 1));
 }
 
 /* Scales by num/den, and moves by at least one step in that direction (8 x 5/4 is 10, 1 x 3/2
@@ -28,7 +40,14 @@ static void new_epoch(DepthTuner *t, uint64_t now) {
         t->measure_usec = now + (uint64_t)t->latency_usec;
         t->bytes = 0;
         t->completions = 0;
+        t->min_latency_usec = UINT64_MAX;
         t->tainted = false;
+}
+
+/* The next multiple of @period after @now: every instance on the machine reads the same
+ * monotonic clock, so their slowdowns fall together and drain a queue they share. */
+static uint64_t next_boundary(uint64_t now, uint64_t period) {
+        return (now / period + 1) * period;
 }
 
 void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint64_t now_usec) {
@@ -37,7 +56,14 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
                 .max = MAX(max, MAX(min, 1u)),
                 .mode = TUNER_STARTUP,
                 .latency_usec = (double)TUNER_LATENCY_INIT_USEC,
+                .base_bucket_usec = now_usec,
+                /* The start-up epochs may have measured the base behind a queue of our own
+                 * (or of the volumes that started with us): the first relearn comes soon. */
+                .relearn_due_usec = next_boundary(now_usec, TUNER_RELEARN_FIRST_USEC),
+                .probe_wait = TUNER_CRUISE_EPOCHS,
         };
+        for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
+                t->base_hist[i] = UINT64_MAX;
         t->depth = clamp_depth(t, start);
         new_epoch(t, now_usec);
 }
@@ -56,11 +82,10 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 return;
         t->bytes += bytes;
         t->completions++;
+        t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
 }
 
 void tuner_taint(DepthTuner *t, uint64_t now_usec) {
-        if (t->fixed)
-                return;
         t->tainted = true;
         t->epoch_usec = now_usec; /* the cause must clear for a mean latency from now */
 }
@@ -74,9 +99,59 @@ static bool set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
         return changed;
 }
 
-/* Did going from base to the current depth pay: more throughput than noise could explain? */
+/* ---- base latency and queueing delay ---- */
+
+static void base_note(DepthTuner *t, uint64_t latency, uint64_t now) {
+        for (unsigned i = 0; now - t->base_bucket_usec >= TUNER_BASE_BUCKET_USEC; i++) {
+                if (i == TUNER_BASE_BUCKETS) { /* a long gap: everything has aged out */
+                        t->base_bucket_usec = now;
+                        break;
+                }
+                t->base_bucket = (t->base_bucket + 1) % TUNER_BASE_BUCKETS;
+                t->base_hist[t->base_bucket] = UINT64_MAX;
+                t->base_bucket_usec += TUNER_BASE_BUCKET_USEC;
+        }
+        t->base_hist[t->base_bucket] = MIN(t->base_hist[t->base_bucket], latency);
+}
+
+uint64_t tuner_base_latency(const DepthTuner *t) {
+        uint64_t base = UINT64_MAX;
+
+        for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
+                base = MIN(base, t->base_hist[i]);
+        return base == UINT64_MAX ? 0 : base;
+}
+
+uint64_t tuner_target(uint64_t base_usec) {
+        return CLAMP(base_usec / TUNER_TARGET_DIVISOR, TUNER_TARGET_MIN_USEC,
+                     TUNER_TARGET_MAX_USEC);
+}
+
+/* What one epoch measured. */
+typedef struct Sample {
+        double rate;    /* bytes/s */
+        double request; /* bytes per completion */
+        uint64_t base;  /* base latency, usec */
+        uint64_t queue; /* queueing delay, usec */
+        uint64_t target;
+} Sample;
+
+/* Reads in flight that carry @rate at the base latency plus the target (Little's law). Below the
+ * climb's minimum if need be: a queue is a queue, however few reads we have in it. */
+static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
+        double d = rate * (double)(s->base + s->target) / 1e6 / s->request;
+
+        return clamp_yield(t, (uint64_t)(d + 0.5));
+}
+
+/* ---- the climb ---- */
+
+/* Did going from base to the current depth pay: more throughput than noise could explain, and
+ * at least half of what the depth grew? */
 static bool growth_paid(const DepthTuner *t, double rate) {
-        return rate >= t->base_rate * (1.0 + TUNER_GROWTH_MIN);
+        double grew = t->base_depth > 0 ? (double)t->depth / t->base_depth - 1.0 : 0.0;
+
+        return rate >= t->base_rate * (1.0 + MAX(TUNER_GROWTH_MIN, TUNER_GROWTH_SHARE * grew));
 }
 
 /*
@@ -92,90 +167,260 @@ static unsigned knee(const DepthTuner *t, double rate) {
         return (unsigned)MIN((double)t->depth, d + 0.999);
 }
 
-static bool decide(DepthTuner *t, double rate) {
-        unsigned base = t->base_depth;
+/* Queueing delay over the target: probe down to the depth the throughput needs, at once. */
+static bool drain(DepthTuner *t, const Sample *s, unsigned from) {
+        unsigned d = depth_for(t, s, s->rate);
 
+        if (d >= from)
+                return false;
+        t->base_depth = from;
+        t->base_rate = s->rate;
+        t->delay_probe = true;
+        t->probe_queue_usec = s->queue;
+        return true;
+}
+
+/* The climb is over at @depth: cruise there, or drain first if reads queue. */
+static bool cruise_at(DepthTuner *t, const Sample *s, unsigned depth) {
+        if (s->queue > s->target && drain(t, s, depth))
+                return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
+        return set_depth(t, depth, TUNER_CRUISE);
+}
+
+/* After a probe down because of queueing delay: did the delay go with our reads? Not if less
+ * than half of its excess over the target went away. */
+static bool queue_stayed(const DepthTuner *t, const Sample *s) {
+        return s->queue > s->target &&
+               s->queue - s->target > (t->probe_queue_usec - s->target) / 2;
+}
+
+static bool decide_probe_down(DepthTuner *t, const Sample *s) {
+        unsigned base = t->base_depth;
+        bool delay = t->delay_probe;
+
+        t->delay_probe = false;
+        if (delay) {
+                /* The queue stayed: it is someone else's (another volume behind the same cap,
+                 * a reader we cannot see), and we had only been taking a share of it. Leave
+                 * it a quarter more, whatever that costs us. */
+                if (queue_stayed(t, s))
+                        return set_depth(t, give_way(t), TUNER_CRUISE);
+                /* It went with our reads. If throughput held, they had only queued; if it
+                 * fell, they paid for their delay (a device that gets faster the deeper it
+                 * is driven): back, and no delay probe until the next regular one. */
+                if (s->rate >= t->base_rate * TUNER_DOWN_TOLERANCE)
+                        return set_depth(t, t->depth, TUNER_CRUISE);
+                t->delay_hold = true;
+                return set_depth(t, base, TUNER_CRUISE);
+        }
+        if (s->rate < t->base_rate * TUNER_DOWN_TOLERANCE)
+                return set_depth(t, base, TUNER_CRUISE);
+        /* As fast with fewer: the rest only queued. Keep shrinking while that holds; the base
+         * stays the rate to defend, so small losses cannot add up. */
+        t->base_depth = t->depth;
+        if (t->depth == t->min)
+                return set_depth(t, t->depth, TUNER_CRUISE);
+        return set_depth(t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
+                         TUNER_PROBE_DOWN);
+}
+
+static bool decide_cruise(DepthTuner *t, const Sample *s) {
+        /* Follow the device while cruising: the base is the latest measure. */
+        t->base_depth = t->depth;
+        t->base_rate = s->rate;
+        if (s->queue > s->target && !t->delay_hold) {
+                if (drain(t, s, t->depth))
+                        return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
+                /* Drained already, and still more queue than one of our reads explains (the
+                 * depth is a whole number): not ours. Give way; no probing into it. */
+                if (s->queue <= s->target + (uint64_t)(s->request * 1e6 / s->rate) ||
+                    t->depth == 1)
+                        return false;
+                return set_depth(t, give_way(t), TUNER_CRUISE);
+        }
+        if (++t->cruise_epochs < t->probe_wait)
+                return false;
+        t->cruise_epochs = 0;
+        t->delay_hold = false;
+        /* Alternate. Down only where reads queue (the delay paid for itself): without a queue,
+         * fewer reads can only be slower. */
+        t->probe_down = !t->probe_down;
+        if (t->probe_down && s->queue > s->target && t->depth > t->min)
+                return set_depth(t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
+                                 TUNER_PROBE_DOWN);
+        /* Up only without a queue: into one, more reads take a share from whoever else is
+         * in it, which looks like growth from here. */
+        if (t->depth < t->max && s->queue <= s->target)
+                return set_depth(t, scaled(t, t->depth, TUNER_PROBE_UP_NUM, TUNER_PROBE_UP_DEN),
+                                 TUNER_PROBE_UP);
+        return false;
+}
+
+static bool decide(DepthTuner *t, const Sample *s) {
         switch (t->mode) {
         case TUNER_STARTUP:
-                if (t->base_rate > 0 && t->depth > base && !growth_paid(t, rate))
-                        return set_depth(t, knee(t, rate), TUNER_CRUISE); /* the plateau */
+                if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, s->rate))
+                        return cruise_at(t, s, knee(t, s->rate)); /* the plateau */
                 t->base_depth = t->depth;
-                t->base_rate = rate;
+                t->base_rate = s->rate;
                 if (t->depth == t->max)
-                        return set_depth(t, t->depth, TUNER_CRUISE);
+                        return cruise_at(t, s, t->depth);
                 return set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
                                  TUNER_STARTUP);
-        case TUNER_CRUISE:
-                /* Follow the device while cruising: the base is the latest measure. */
-                t->base_depth = t->depth;
-                t->base_rate = rate;
-                if (++t->cruise_epochs < TUNER_CRUISE_EPOCHS)
-                        return false;
-                t->cruise_epochs = 0;
-                /* Alternate, down first: the climb's last step may have overshot. */
-                t->probe_down = !t->probe_down;
-                if (t->probe_down && t->depth > t->min)
-                        return set_depth(
-                                t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
-                                TUNER_PROBE_DOWN);
-                if (t->depth < t->max)
-                        return set_depth(
-                                t, scaled(t, t->depth, TUNER_PROBE_UP_NUM, TUNER_PROBE_UP_DEN),
-                                TUNER_PROBE_UP);
-                return false;
         case TUNER_PROBE_UP:
-                if (!growth_paid(t, rate))
-                        return set_depth(t, knee(t, rate), TUNER_CRUISE);
+                if (!growth_paid(t, s->rate)) {
+                        /* The volume is what it was: look again less often. */
+                        t->probe_wait = MIN(t->probe_wait * 2, TUNER_CRUISE_EPOCHS_MAX);
+                        return cruise_at(t, s, knee(t, s->rate));
+                }
+                t->probe_wait = TUNER_CRUISE_EPOCHS;
                 t->base_depth = t->depth;
-                t->base_rate = rate;
+                t->base_rate = s->rate;
                 return set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
                                  TUNER_STARTUP);
         case TUNER_PROBE_DOWN:
-                if (rate < t->base_rate * TUNER_DOWN_TOLERANCE)
-                        return set_depth(t, base, TUNER_CRUISE);
-                /* As fast with fewer: the rest only queued. Keep shrinking while that holds;
-                 * the base stays the rate to defend, so small losses cannot add up. */
-                t->base_depth = t->depth;
-                if (t->depth == t->min)
-                        return set_depth(t, t->depth, TUNER_CRUISE);
-                return set_depth(t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
-                                 TUNER_PROBE_DOWN);
+                return decide_probe_down(t, s);
+        case TUNER_CRUISE:
+                return decide_cruise(t, s);
+        case TUNER_RELEARN: /* the slowdown's throughput says nothing; its latency was noted */
+                return set_depth(t, t->relearn_depth, TUNER_CRUISE);
+        case TUNER_YIELD:
+                break;
         }
         return false;
+}
+
+/*
+ * Once a minute, one epoch at the smallest depth: the base without our own queue. At the same
+ * time as every other instance (next_boundary()), so that a queue we share drains too.
+ */
+static bool maybe_relearn(DepthTuner *t, uint64_t now) {
+        if (t->mode != TUNER_CRUISE || now < t->relearn_due_usec || t->depth <= t->min)
+                return false;
+        t->relearn_due_usec = next_boundary(now, TUNER_RELEARN_USEC);
+        t->relearn_depth = t->depth;
+        return set_depth(t, t->min, TUNER_RELEARN);
+}
+
+/* ---- yielding ---- */
+
+/* The depth that takes TUNER_YIELD_SHARE of what the others leave of the capacity; 0 while the
+ * capacity is not known (the device never queued our reads). */
+static unsigned yield_share(const DepthTuner *t, double request) {
+        uint64_t base = tuner_base_latency(t);
+        double spare = t->capacity - t->foreign_rate;
+
+        if (!t->capacity_known || base == 0 || request <= 0)
+                return 0;
+        if (spare <= 0)
+                return 1;
+        return clamp_yield(t, (uint64_t)(TUNER_YIELD_SHARE * spare * (double)base / 1e6 /
+                                         request));
+}
+
+bool tuner_foreign(DepthTuner *t, bool active, double rate, uint64_t now_usec) {
+        unsigned share;
+
+        t->foreign_rate = active ? rate : 0;
+        if (!active)
+                return false;
+        t->foreign_usec = now_usec;
+        if (t->yielding)
+                return false;
+        t->yielding = true;
+        t->yields++;
+        t->delay_probe = false;
+        new_epoch(t, now_usec);
+        share = yield_share(t, t->request_bytes);
+        return set_depth(t, MIN(t->depth, share > 0 ? share : clamp_yield(t, TUNER_YIELD_START)),
+                         TUNER_YIELD);
+}
+
+/* While yielding: one read more per epoch up to the share (or, with no capacity known yet, until
+ * reads queue), a quarter less on queueing. */
+static bool decide_yield(DepthTuner *t, const Sample *s) {
+        unsigned share = yield_share(t, s->request);
+
+        if (s->queue > s->target) {
+                unsigned d = give_way(t);
+
+                return set_depth(t, share > 0 ? MIN(d, share) : d, TUNER_YIELD);
+        }
+        if (share == 0 || t->depth < share)
+                return set_depth(t, clamp_yield(t, (uint64_t)t->depth + 1), TUNER_YIELD);
+        return set_depth(t, share, TUNER_YIELD);
+}
+
+static bool stop_yielding(DepthTuner *t, uint64_t now) {
+        t->yielding = false;
+        t->base_rate = 0; /* climb afresh from here */
+        t->cruise_epochs = 0;
+        t->delay_hold = false;
+        new_epoch(t, now);
+        if (t->fixed)
+                return set_depth(t, t->max, TUNER_CRUISE);
+        return set_depth(t, clamp_depth(t, t->depth), TUNER_STARTUP);
+}
+
+/* ---- the epoch ---- */
+
+static void note_capacity(DepthTuner *t, const Sample *s) {
+        double total = s->rate + t->foreign_rate;
+
+        /* Reads queued: the device delivered all it could. Otherwise it can do at least this. */
+        if (s->queue > s->target) {
+                t->capacity = total;
+                t->capacity_known = true;
+        } else
+                t->capacity = MAX(t->capacity, total);
 }
 
 bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         uint64_t window =
                 MAX(TUNER_WINDOW_MIN_USEC, (uint64_t)(TUNER_WINDOW_LATENCIES * t->latency_usec));
+        Sample s;
         bool changed;
 
-        if (t->fixed)
-                return false;
+        if (t->yielding && now_usec - t->foreign_usec >= TUNER_YIELD_QUIET_USEC)
+                return stop_yielding(t, now_usec);
         if (t->tainted) {
                 /* Start over once the cause has had a mean latency to clear. */
                 if (now_usec >= t->epoch_usec + (uint64_t)t->latency_usec)
                         new_epoch(t, now_usec);
                 return false;
         }
-        if (now_usec < t->measure_usec + window || t->completions < t->depth)
+        if (now_usec < t->measure_usec + window || t->completions < t->depth ||
+            t->completions == 0)
                 return false;
-        changed = decide(t, (double)t->bytes * 1e6 / (double)(now_usec - t->measure_usec));
+
+        base_note(t, t->min_latency_usec, now_usec);
+        s.rate = (double)t->bytes * 1e6 / (double)(now_usec - t->measure_usec);
+        s.request = (double)t->bytes / t->completions;
+        s.base = tuner_base_latency(t);
+        s.queue = t->min_latency_usec - s.base;
+        s.target = tuner_target(s.base);
+        t->queue_delay_usec = s.queue;
+        t->request_bytes = s.request;
+        note_capacity(t, &s);
+
+        if (t->yielding)
+                changed = decide_yield(t, &s);
+        else if (t->fixed)
+                changed = false;
+        else {
+                changed = decide(t, &s);
+                if (!changed)
+                        changed = maybe_relearn(t, now_usec);
+        }
         new_epoch(t, now_usec);
         return changed;
 }
 
-unsigned tuner_bound(uint64_t inflight_bytes, uint64_t request_bytes, unsigned lo, unsigned hi) {
-        uint64_t d = request_bytes > 0 ? inflight_bytes / request_bytes : hi;
-
-        return (unsigned)CLAMP(d, (uint64_t)lo, (uint64_t)hi);
-}
-
 const char *tuner_mode_to_string(TunerMode m) {
         static const char *const names[] = {
-                [TUNER_STARTUP] = "startup",
-                [TUNER_CRUISE] = "cruise",
-                [TUNER_PROBE_UP] = "probe-up",
-                [TUNER_PROBE_DOWN] = "probe-down",
+                [TUNER_STARTUP] = "startup",       [TUNER_CRUISE] = "cruise",
+                [TUNER_PROBE_UP] = "probe-up",     [TUNER_PROBE_DOWN] = "probe-down",
+                [TUNER_RELEARN] = "relearn",       [TUNER_YIELD] = "yield",
         };
 
         return (unsigned)m < ELEMENTSOF(names) ? names[m] : "?";
