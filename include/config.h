@@ -39,6 +39,7 @@ typedef struct HydrateSettings {
         /* HotPaths=: absolute paths separated by spaces, "" for none; a later assignment
          * replaces an earlier one. Fits one line of a file, so it is kept by value. */
         char hot_paths[CONFIG_LINE_MAX + 1];
+        bool yield; /* Yield=: give way to other I/O on the device (tuner.h) */
 } HydrateSettings;
 
 /* What a [Match] section can test. Any field may be NULL or "" (unknown): it then matches nothing.

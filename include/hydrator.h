@@ -70,6 +70,9 @@ typedef struct HydratorStatus {
         bool depth_auto;               /* QueueDepth=auto */
         uint64_t latency_usec;         /* mean read latency (weighted to recent reads) */
         unsigned in_flight;            /* reads the device holds now */
+        bool yielding;                 /* other I/O on the device: giving way to it (Yield=) */
+        uint64_t base_latency_usec;    /* smallest recent read latency (tuner.h), 0 = none yet */
+        uint64_t queue_delay_usec;     /* how much longer the reads took of late */
         bool waiting_for_aio;          /* io_setup: EAGAIN, fs.aio-max-nr used up; retrying */
         bool unsaved;                  /* the last checkpoint could not be written */
         uint64_t stalled_usec;         /* > 0: no read completed for this long (stalled) */
@@ -96,6 +99,14 @@ void hydrator_freep(Hydrator **h);
  * Return: 0, -ENOMEM or -EBUSY (started already).
  */
 int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot);
+
+/*
+ * hydrator_watch_activity() - give way to other I/O on the device (Yield=, tuner.h), told from
+ * the disk's counters in @stat_path (/sys/block/<disk>/stat), which is opened and read once
+ * now. Before hydrator_start() only. Returns 0, or the errno of opening or reading it
+ * (-EBADMSG for what is not a stat file): the caller decides whether to go on without.
+ */
+int hydrator_watch_activity(Hydrator *h, const char *stat_path);
 
 /* hydrator_start() - begin reading. @finished is called once, when the phase stops being HYDRATING.
  */

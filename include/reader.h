@@ -40,6 +40,9 @@ void reader_freep(Reader **r);
 int reader_submit(Reader *r, const ReadRequest *req);
 /* reader_flush() - hand queued reads to the kernel (io_submit). Errors go to the callback. */
 void reader_flush(Reader *r);
+/* reader_poll() - deliver the completions the kernel has now, without waiting for the eventfd
+ * (before comparing our own count of completed reads with the disk's counters). */
+void reader_poll(Reader *r);
 
 unsigned reader_depth(const Reader *r);
 unsigned reader_busy(const Reader *r);      /* queued + in flight + waiting to be resubmitted */

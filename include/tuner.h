@@ -38,7 +38,10 @@
  *    until the delay is back under the target. Every TUNER_RELEARN_USEC, at the same instant
  *    in every instance on the machine, the depth drops to the minimum for one epoch (RELEARN),
  *    so that the base is measured without our queue, or theirs, in front of it (LEDBAT++'s
- *    periodic slowdown).
+ *    periodic slowdown). Reads under TUNER_WARM_USEC hit blocks that are warm already and say
+ *    nothing of the cold latency: they are left out of the base. An epoch three times slower
+ *    than the base triggers a relearn at once; if that is still twice the base, the base was
+ *    learned on something else (warm blocks that waited in a queue) and starts afresh.
  *
  * 3. Other I/O on the device (tuner_foreign(), from the disk's counters). While it lasts the
  *    tuner YIELDS: at once down to what takes TUNER_YIELD_SHARE of the spare capacity (capacity
@@ -79,6 +82,9 @@
 #define TUNER_TARGET_MAX_USEC (5 * UINT64_C(1000))   /* ... and at most 5 ms */
 #define TUNER_BASE_BUCKETS 6                         /* base latency: minimum of 6 ... */
 #define TUNER_BASE_BUCKET_USEC (10 * UINT64_C(1000000)) /* ... 10 s periods: 1 min of history */
+#define TUNER_WARM_USEC (20 * UINT64_C(1000)) /* faster reads hit warm blocks: not the base */
+#define TUNER_SUSPECT_FACTOR 3  /* an epoch this many times slower than the base: relearn now */
+#define TUNER_NEW_BASE_FACTOR 2 /* ... and if the relearn epoch is this much slower, new base */
 #define TUNER_RELEARN_USEC (60 * UINT64_C(1000000)) /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * UINT64_C(1000000)) /* ... a minute, and soon after start */
 #define TUNER_CONTENTION_NUM 3 /* someone else's queue: x 3/4 per epoch */
@@ -132,7 +138,8 @@ typedef struct DepthTuner {
         double request_bytes;                   /* mean bytes per read, of the last epoch */
         uint64_t relearn_due_usec;
         unsigned relearn_depth; /* the depth to return to after RELEARN */
-        TunerMode relearn_mode;
+        bool relearn_check;     /* this RELEARN checks a suspect base (new_population()) */
+        uint64_t base_checked_usec; /* when a relearn last checked a suspect base */
 
         /* other I/O on the device */
         bool yielding;

@@ -49,7 +49,7 @@ typedef struct Args {
         const char *state_key;
         ProgressMode progress;
         bool no_bus;
-        bool set_queue_depth, set_block_size, set_rate_limit, set_mode;
+        bool set_queue_depth, set_block_size, set_rate_limit, set_mode, set_yield;
         HydrateSettings cli; /* only the fields flagged above are meaningful */
 } Args;
 
@@ -86,6 +86,9 @@ static void help(void) {
                "      --mode=MODE          full (default): every block, free space last; used:\n"
                "                           only what the file systems use, free space stays\n"
                "                           cold\n"
+               "      --yield=BOOL         yes (default): give way to other I/O on DEVICE while\n"
+               "                           it lasts; no: full speed whatever else is going on\n"
+               "                           (a machine being prepared, with no workload yet)\n"
                "      --state-dir=DIR      where checkpoints live (default $STATE_DIRECTORY,\n"
                "                           else %s)\n"
                "      --config-dir=DIR     read DIR/hydrate.conf and DIR/hydrate.conf.d/*.conf\n"
@@ -115,6 +118,7 @@ enum {
         ARG_NO_BUS,
         ARG_VERSION,
         ARG_MODE,
+        ARG_YIELD,
 };
 
 static int parse_option_value(int opt, const char *value, Args *a) {
@@ -143,6 +147,12 @@ static int parse_option_value(int opt, const char *value, Args *a) {
                                                HYDRATE_MODE_SYNTAX);
                 a->set_mode = true;
                 return 0;
+        case ARG_YIELD:
+                if (parse_boolean(value, &a->cli.yield) < 0)
+                        return log_error_errno(-EINVAL, "Invalid --yield '%s': expected yes or no",
+                                               value);
+                a->set_yield = true;
+                return 0;
         }
         return -EINVAL;
 }
@@ -154,6 +164,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 {"block-size", required_argument, NULL, 'b'},
                 {"rate-limit", required_argument, NULL, 'r'},
                 {"mode", required_argument, NULL, ARG_MODE},
+                {"yield", required_argument, NULL, ARG_YIELD},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
                 {"state-key", required_argument, NULL, ARG_STATE_KEY},
@@ -171,6 +182,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case 'b':
                 case 'r':
                 case ARG_MODE:
+                case ARG_YIELD:
                         r = parse_option_value(c, optarg, a);
                         if (r < 0)
                                 return r;
@@ -284,6 +296,8 @@ static int load_settings(const Args *a, const DeviceIdentity *id, HydrateSetting
                 ret->rate_limit = a->cli.rate_limit;
         if (a->set_mode)
                 ret->mode = a->cli.mode;
+        if (a->set_yield)
+                ret->yield = a->cli.yield;
         return 0;
 }
 
@@ -583,6 +597,29 @@ static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char
         return hydrate_bus_new(&run->bus, run->event, run->hydrator, &bid);
 }
 
+/*
+ * Yield=: the disk's counters tell the hydrator when someone else uses the device. A device
+ * without them (a sandbox that hides /sys, an odd driver) is still hydrated, at full speed,
+ * and the journal says why it will not give way.
+ */
+static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettings *settings) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (!settings->yield)
+                return;
+        if (asprintf(&path, "%s/block/%s/stat", run->sysfs_root, dev->kernel_name) < 0) {
+                log_error_errno(-ENOMEM, "Cannot watch %s for other I/O: %m", dev->path);
+                return;
+        }
+        r = hydrator_watch_activity(run->hydrator, path);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot read %s (%m): hydrating %s without yielding to other "
+                                  "I/O on it (Yield=no says so without this warning)",
+                                  path, dev->path);
+}
+
 static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,
                    const char *key, int dir_fd, const HydrateSettings *settings) {
         _cleanup_close_ int lock_fd = -1;
@@ -641,10 +678,11 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         else
                 (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
         log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
-                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s",
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
                    run->devnode, key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
                    settings->rate_limit ? ", rate limited" : "",
-                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "");
+                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
+                   settings->yield ? "" : ", Yield=no");
         if (publish(run, a, id, key) < 0)
                 return EXIT_FAILED;
 
@@ -668,6 +706,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up status reporting: %m"), EXIT_FAILED;
+        watch_activity(run, dev, settings);
         r = hydrator_start(run->hydrator, on_finished, run);
         if (r < 0)
                 return EXIT_FAILED;

@@ -106,6 +106,7 @@ void hydrate_settings_init(HydrateSettings *s) {
                 .block_size = HYDRATE_DEFAULT_BLOCK_SIZE,
                 .rate_limit = 0,
                 .mode = HYDRATE_DEFAULT_MODE,
+                .yield = true,
         };
 }
 
@@ -288,6 +289,12 @@ static int parse_enabled(Parser *p, const char *key, const char *value) {
         return 0;
 }
 
+static int parse_yield(Parser *p, const char *key, const char *value) {
+        if (parse_boolean(value, &p->settings.yield) < 0)
+                return parser_fail_value(p, key, value, "a boolean: yes or no");
+        return 0;
+}
+
 /* The *_SYNTAX messages in config.h spell these limits out: keep them in step. */
 _Static_assert(HYDRATE_QUEUE_DEPTH_MAX == 1024, "update HYDRATE_QUEUE_DEPTH_SYNTAX");
 _Static_assert(HYDRATE_BLOCK_SIZE_MIN == 4096 && HYDRATE_BLOCK_SIZE_MAX == (64u << 20) &&
@@ -397,6 +404,7 @@ static const struct HydrateKey {
         {"RateLimit", SETTING(rate_limit), parse_rate_limit},
         {"Mode", SETTING(mode), parse_mode},
         {"HotPaths", SETTING(hot_paths), parse_hot_paths},
+        {"Yield", SETTING(yield), parse_yield},
 };
 
 static int parse_hydrate_key(Parser *p, const char *key, const char *value) {

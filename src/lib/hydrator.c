@@ -13,6 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "activity.h"
 #include "hydrator.h"
 #include "log.h"
 #include "progress.h"
@@ -59,6 +63,14 @@ struct Hydrator {
 
         sd_event_source *checkpoint_timer;
         sd_event_source *tick_timer;
+
+        int stat_fd; /* the disk's counters (Yield=), or -1 */
+        char *stat_path;
+        Activity activity;
+        sd_event_source *activity_timer;
+        unsigned activity_samples;
+        bool reading;          /* the first reads went out (after a look at the counters) */
+        uint64_t bytes_completed; /* by our reads, in all: what the disk's counters show of us */
         uint64_t checkpoint_done_bytes;
         uint64_t checkpoint_usec;
         uint64_t accounted_usec; /* active time already added to state->active_usec */
@@ -155,6 +167,7 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
         h->state_dir_fd = state_dir_fd;
         h->settings = *settings;
         h->phase = HYDRATOR_LOADED;
+        h->stat_fd = -1;
 
         r = load_state(h, key);
         if (r < 0)
@@ -182,6 +195,10 @@ Hydrator *hydrator_free(Hydrator *h) {
         sd_event_source_disable_unref(h->rate_timer);
         sd_event_source_disable_unref(h->checkpoint_timer);
         sd_event_source_disable_unref(h->tick_timer);
+        sd_event_source_disable_unref(h->activity_timer);
+        if (h->stat_fd >= 0)
+                (void)close(h->stat_fd);
+        free(h->stat_path);
         plan_free(h->plan);
         state_free(h->state);
         sd_event_unref(h->event);
@@ -371,6 +388,13 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
 
 static void fill(Hydrator *h);
 
+static void log_depth(const Hydrator *h) {
+        log_debug("%s: queue depth %u (%s), mean latency %.1f ms, base %.1f ms, queueing %.1f ms",
+                  h->state->key, h->tuner.depth, tuner_mode_to_string(h->tuner.mode),
+                  h->tuner.latency_usec / 1000.0, tuner_base_latency(&h->tuner) / 1000.0,
+                  h->tuner.queue_delay_usec / 1000.0);
+}
+
 static void note_completion(Hydrator *h) {
         uint64_t now = now_usec();
 
@@ -424,10 +448,9 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
 
                 tuner_complete(&h->tuner, req->length, now - req->submit_usec, now);
                 if (tuner_update(&h->tuner, now))
-                        log_debug("%s: queue depth %u (%s), mean latency %.1f ms", h->state->key,
-                                  h->tuner.depth, tuner_mode_to_string(h->tuner.mode),
-                                  h->tuner.latency_usec / 1000.0);
+                        log_depth(h);
                 h->failures_in_a_row = 0;
+                h->bytes_completed += req->length;
                 plan_mark_done(h->plan, m, req->offset / m->chunk_size,
                                DIV_ROUND_UP(req->length, m->chunk_size));
                 if (h->state->n_bad > 0 && state_clear_bad(h->state, req->offset, req->length) < 0)
@@ -529,7 +552,8 @@ static void check_finished(Hydrator *h) {
 }
 
 static void fill(Hydrator *h) {
-        if (h->phase != HYDRATOR_HYDRATING || !h->reader) /* no reader: waiting for aio */
+        /* No reader: waiting for aio. Not reading yet: waiting for a look at the counters. */
+        if (h->phase != HYDRATOR_HYDRATING || !h->reader || !h->reading)
                 return;
         if (reader_in_flight(h->reader) == 0) /* the stall clock starts with the first read */
                 h->last_completion_usec = now_usec();
@@ -571,6 +595,86 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         check_stalled(h, now);
         (void)arm_timer(s, usec + HYDRATOR_TICK_USEC);
         return 0;
+}
+
+static void stop_watching(Hydrator *h, int error) {
+        log_warning_errno(error, "Cannot read %s (%m): no longer yielding to other I/O on %s",
+                          h->stat_path, h->dev->path);
+        (void)sd_event_source_set_enabled(h->activity_timer, SD_EVENT_OFF);
+        h->reading = true;
+}
+
+static int read_disk_stat(int fd, DiskStat *ret) {
+        char buf[512];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return -errno;
+        if ((size_t)n >= sizeof(buf) - 1) /* a stat line is under 200 bytes */
+                return -EBADMSG;
+        buf[n] = '\0';
+        return disk_stat_parse(buf, ret);
+}
+
+/*
+ * Every ACTIVITY_SAMPLE_USEC: our completions first (so that the disk's counters and ours
+ * cover the same reads), then the counters; the tuner hears whether anyone else used the
+ * device. The first reads wait for two looks, so that a busy volume is yielded to before
+ * the first read, not after.
+ */
+static int on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
+        Hydrator *h = userdata;
+        uint64_t now = now_usec();
+        DiskStat st;
+        bool active;
+        double rate;
+        int r;
+
+        if (h->reader)
+                reader_poll(h->reader);
+        if (h->phase != HYDRATOR_HYDRATING)
+                return 0;
+        r = read_disk_stat(h->stat_fd, &st);
+        if (r < 0) {
+                stop_watching(h, r);
+                fill(h);
+                return 0;
+        }
+        active = activity_sample(&h->activity, &st, h->bytes_completed,
+                                 h->reader ? (uint64_t)reader_in_flight(h->reader) *
+                                                     request_bytes(h)
+                                           : 0,
+                                 now, &rate);
+        if (active && !h->tuner.yielding)
+                log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it",
+                         h->dev->path, rate / (1 << 20));
+        if (tuner_foreign(&h->tuner, active, rate, now))
+                log_depth(h);
+        if (!h->reading && ++h->activity_samples >= 2)
+                h->reading = true;
+        (void)arm_timer(s, usec + ACTIVITY_SAMPLE_USEC);
+        fill(h);
+        return 0;
+}
+
+int hydrator_watch_activity(Hydrator *h, const char *stat_path) {
+        DiskStat st;
+        int r;
+
+        if (h->phase != HYDRATOR_LOADED)
+                return -EBUSY;
+        h->stat_path = strdup(stat_path);
+        if (!h->stat_path)
+                return -ENOMEM;
+        h->stat_fd = open(stat_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (h->stat_fd < 0)
+                return -errno;
+        r = read_disk_stat(h->stat_fd, &st);
+        if (r < 0) {
+                (void)close(h->stat_fd);
+                h->stat_fd = -1;
+        }
+        return r;
 }
 
 /*
@@ -650,8 +754,11 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
                               on_checkpoint_timer);
         if (r >= 0)
                 r = add_timer(h, &h->tick_timer, now + HYDRATOR_TICK_USEC, on_tick);
+        if (r >= 0 && h->stat_fd >= 0)
+                r = add_timer(h, &h->activity_timer, now, on_activity);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up timers: %m");
+        h->reading = h->stat_fd < 0;
 
         h->finished = finished;
         h->userdata = userdata;
@@ -732,6 +839,9 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .depth_auto = !h->tuner.fixed,
                 .latency_usec = (uint64_t)h->tuner.latency_usec,
                 .in_flight = h->reader ? reader_in_flight(h->reader) : 0,
+                .yielding = h->tuner.yielding,
+                .base_latency_usec = tuner_base_latency(&h->tuner),
+                .queue_delay_usec = h->tuner.queue_delay_usec,
                 .waiting_for_aio = h->waiting_for_aio,
                 .unsaved = h->unsaved,
                 .stalled_usec = h->stalled ? now_usec() - h->last_completion_usec : 0,

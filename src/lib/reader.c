@@ -139,21 +139,31 @@ static void handle_event(Reader *r, struct io_event *ev) {
         slot_finish(r, s, 0);
 }
 
-static int on_eventfd(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Reader *r = userdata;
+/* Hands every completion the kernel has to the callback, without waiting for more. */
+static void reap(Reader *r) {
         struct io_event events[64];
         struct timespec zero = {0, 0};
-        uint64_t count;
         int n;
 
-        (void)read(r->efd, &count, sizeof(count)); /* just clears the counter; EAGAIN is fine */
         do {
                 n = io_getevents(r->ctx, 0, (long)ELEMENTSOF(events), events, &zero);
                 for (int i = 0; i < n; i++)
                         handle_event(r, &events[i]);
         } while (n == (int)ELEMENTSOF(events) || n == -EINTR);
         reader_flush(r);
+}
+
+static int on_eventfd(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Reader *r = userdata;
+        uint64_t count;
+
+        (void)read(r->efd, &count, sizeof(count)); /* just clears the counter; EAGAIN is fine */
+        reap(r);
         return 0;
+}
+
+void reader_poll(Reader *r) {
+        reap(r);
 }
 
 static int reader_alloc(Reader *r, unsigned depth, uint64_t max_request, uint32_t alignment) {

@@ -82,7 +82,8 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 return;
         t->bytes += bytes;
         t->completions++;
-        t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
+        if (latency_usec >= TUNER_WARM_USEC) /* a warm block says nothing of cold ones */
+                t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
 }
 
 void tuner_taint(DepthTuner *t, uint64_t now_usec) {
@@ -375,6 +376,36 @@ static void note_capacity(DepthTuner *t, const Sample *s) {
                 t->capacity = MAX(t->capacity, total);
 }
 
+/*
+ * Reads that take three times the base are either deeply queued or of another kind than the
+ * base was learned on (cold blocks after warm ones that waited in a queue). A relearn epoch at
+ * the smallest depth tells which; if even that takes twice the base, the base starts afresh
+ * from it. Returns true when it changed the depth.
+ */
+static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
+        uint64_t lat = t->min_latency_usec;
+
+        if (t->mode == TUNER_RELEARN && t->relearn_check) {
+                t->relearn_check = false;
+                t->base_checked_usec = now;
+                if (base > 0 && lat >= TUNER_NEW_BASE_FACTOR * base) {
+                        for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
+                                t->base_hist[i] = UINT64_MAX;
+                        t->base_bucket_usec = now;
+                }
+                return false;
+        }
+        /* Checked lately and found right: the slowness is a queue, for the drain to handle. */
+        if (base == 0 || lat < TUNER_SUSPECT_FACTOR * base || t->yielding || t->fixed ||
+            t->mode == TUNER_RELEARN || t->depth <= t->min ||
+            (t->base_checked_usec > 0 && now - t->base_checked_usec < TUNER_RELEARN_USEC))
+                return false;
+        t->relearn_check = true;
+        t->relearn_depth = t->depth;
+        new_epoch(t, now);
+        return set_depth(t, t->min, TUNER_RELEARN);
+}
+
 bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         uint64_t window =
                 MAX(TUNER_WINDOW_MIN_USEC, (uint64_t)(TUNER_WINDOW_LATENCIES * t->latency_usec));
@@ -393,11 +424,18 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
             t->completions == 0)
                 return false;
 
-        base_note(t, t->min_latency_usec, now_usec);
         s.rate = (double)t->bytes * 1e6 / (double)(now_usec - t->measure_usec);
         s.request = (double)t->bytes / t->completions;
         s.base = tuner_base_latency(t);
-        s.queue = t->min_latency_usec - s.base;
+        if (t->min_latency_usec == UINT64_MAX) /* only warm reads: no word on queueing */
+                s.queue = 0;
+        else if (new_population(t, s.base, now_usec))
+                return true;
+        else {
+                base_note(t, t->min_latency_usec, now_usec);
+                s.base = tuner_base_latency(t);
+                s.queue = t->min_latency_usec - s.base;
+        }
         s.target = tuner_target(s.base);
         t->queue_delay_usec = s.queue;
         t->request_bytes = s.request;

@@ -230,6 +230,31 @@ static void test_tuner_relearns_an_inflated_base(void **state) {
         assert_in_range((unsigned)run.depth, 18, 23); /* 125 MiB/s x 150 ms = 18.75 */
 }
 
+static void test_tuner_warm_blocks_do_not_set_the_base(void **state) {
+        /* A resumed run starts on blocks that are warm already: 1 ms reads are left out of
+         * the base, and 25 ms ones (warm, but behind a queue) are replaced as soon as cold
+         * reads show that they were something else. */
+        Device v = {.latency_usec = 1 * MSEC};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 256, now);
+        (void)drive(&t, &v, &now, 5 * SEC);
+        assert_int_equal(tuner_base_latency(&t), 0);
+        v.latency_usec = 25 * MSEC;
+        (void)drive(&t, &v, &now, 5 * SEC);
+        assert_in_range(tuner_base_latency(&t), 24 * MSEC, 26 * MSEC);
+        v.latency_usec = 90 * MSEC; /* the cold part */
+        v.cap = 125.0 * MiB;
+        (void)drive(&t, &v, &now, 20 * SEC);
+        assert_in_range(tuner_base_latency(&t), 89 * MSEC, 91 * MSEC);
+        (void)drive(&t, &v, &now, 10 * SEC); /* 256 reads had 2 s of queue to drain */
+        run = drive(&t, &v, &now, 30 * SEC);
+        assert_true(run.rate[0] >= 0.95 * 125.0 * MiB);
+        assert_in_range((unsigned)run.depth, 10, 15);
+}
+
 static void test_tuner_follows_a_changing_volume(void **state) {
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t;
@@ -501,6 +526,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_fast_beats_fixed_32),
                 cmocka_unit_test(test_tuner_gp3_holds_the_queue_short),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
+                cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
                 cmocka_unit_test(test_tuner_tolerates_jitter),
                 cmocka_unit_test(test_tuner_yields_at_once_and_comes_back),

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Other I/O on the device: the disk's own counters (/sys/block/<disk>/stat) against our own
+ * count of completed reads, so that the reader can give way while a workload uses the volume
+ * (tuner.h). Both sides count completions (md resync once compared submissions with
+ * completions, and saw "other I/O" in its own reads):
+ *   - we never write, so any write, discard or flush completed is someone else's;
+ *   - sectors read beyond ours are theirs, but not all of the difference: the disk counts a
+ *     read of ours that was split into several requests as each part completes, before the
+ *     whole read is ours to count. The difference is their reads plus at most what we have in
+ *     flight, so what it grew beyond that over the last ACTIVITY_HISTORY samples is theirs for
+ *     sure; more than ACTIVITY_READ_SLACK of it is activity.
+ * The disk's count of requests in flight is no help: a split read of ours is several requests,
+ * and the kernel ends a request's accounting after its completion is posted to us.
+ * The more we have in flight, the longer their reads take to show (with 16 MiB in flight, a
+ * workload reading 30 MiB/s shows within about half a second); their writes show at once.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ACTIVITY_SAMPLE_USEC (100 * UINT64_C(1000)) /* how often the hydrator looks */
+#define ACTIVITY_READ_SLACK (UINT64_C(256) << 10)
+#define ACTIVITY_HISTORY 50      /* samples: five seconds */
+#define ACTIVITY_RATE_SAMPLES 10 /* their rate: over one second */
+
+/* The fields of /sys/block/<disk>/stat that matter here (Documentation/block/stat.rst). */
+typedef struct DiskStat {
+        uint64_t read_ios, read_sectors;
+        uint64_t write_ios, write_sectors;
+        uint64_t in_flight;
+        uint64_t discard_ios, flush_ios; /* 0 where the kernel does not report them */
+} DiskStat;
+
+typedef struct Activity {
+        bool primed;
+        DiskStat last;
+        uint64_t last_ours; /* our completed bytes at the last sample */
+        uint64_t last_usec;
+        int64_t excess;     /* sectors read beyond ours so far, in bytes */
+        int64_t history[ACTIVITY_HISTORY]; /* excess at the last samples, oldest first */
+        unsigned n_history;
+} Activity;
+
+/* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */
+int disk_stat_parse(const char *text, DiskStat *ret);
+
+/*
+ * activity_sample() - compare the disk's counters @st with @ours (bytes of our reads that
+ * completed, in all) and @ours_in_flight (bytes of ours the kernel holds) at @now_usec.
+ * Returns true when someone else used the device lately (never on the first call), and their
+ * bytes per second in @ret_rate.
+ */
+bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ours_in_flight,
+                     uint64_t now_usec, double *ret_rate);
