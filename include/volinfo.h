@@ -43,6 +43,7 @@ typedef struct VolumeInfo {
         size_t n_phases;
         bool running;
         bool free_space_cold; /* completed by Mode=used: free space was left unread */
+        bool yielding;        /* D-Bus Yielding: giving way to other I/O on the volume */
 } VolumeInfo;
 
 typedef struct VolumeList {

@@ -32,6 +32,7 @@ typedef struct BusProperties {
         uint64_t error_count;
         const char *phase;   /* static string: the plan stage being read, or "done" */
         PlanProgress stages; /* PhaseProgress */
+        int yielding;        /* Yielding (sd-bus reads a "b" as int) */
 } BusProperties;
 
 struct HydrateBus {
@@ -98,6 +99,7 @@ static void snapshot(const Hydrator *h, BusProperties *p) {
         p->error_count = st.n_bad;
         p->phase = plan_stage_to_string(st.plan.current);
         p->stages = st.plan;
+        p->yielding = st.phase == HYDRATOR_HYDRATING && !st.paused && st.yielding;
 }
 
 /* PhaseProgress a(stt): (name, done bytes, total bytes) of each stage that has bytes. */
@@ -203,6 +205,7 @@ static const sd_bus_vtable volume_vtable[] = {
         PROP_CHANGING("Phase", "s", phase),
         SD_BUS_PROPERTY("PhaseProgress", "a(stt)", property_get_phase_progress, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        PROP_CHANGING("Yielding", "b", yielding),
         SD_BUS_METHOD("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("SetRateLimit", "t", "", method_set_rate_limit, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -235,6 +238,8 @@ void hydrate_bus_refresh(HydrateBus *b) {
             memcmp(old.stages.total_bytes, b->props.stages.total_bytes,
                    sizeof(old.stages.total_bytes)) != 0)
                 changed[n++] = "PhaseProgress";
+        if (old.yielding != b->props.yielding)
+                changed[n++] = "Yielding";
         if (n == 0)
                 return;
         changed[n] = NULL;

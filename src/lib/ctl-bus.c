@@ -33,6 +33,7 @@ static const PropertySlot property_slots[] = {
         {"EtaSeconds", 't', offsetof(VolumeInfo, eta_seconds)},
         {"ErrorCount", 't', offsetof(VolumeInfo, error_count)},
         {"Phase", 's', offsetof(VolumeInfo, phase)},
+        {"Yielding", 'b', offsetof(VolumeInfo, yielding)},
 };
 
 const char *ctl_bus_kernel_name(const char *bus_name) {
@@ -123,7 +124,12 @@ static int read_property(sd_bus_message *m, const char *name, VolumeInfo *v) {
                 return r;
         if (slot->type == 's')
                 r = read_string_into(m, field);
-        else
+        else if (slot->type == 'b') { /* sd-bus reads a boolean as int */
+                int b;
+
+                r = sd_bus_message_read_basic(m, 'b', &b);
+                *(bool *)field = b;
+        } else
                 r = sd_bus_message_read_basic(m, slot->type, field);
         if (r < 0)
                 return r;

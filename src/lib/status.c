@@ -78,6 +78,11 @@ char *status_format(char *buf, size_t size, const HydratorStatus *st) {
                 }
                 progress_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
                 append_plan(buf, size, &st->plan);
+                if (st->yielding) {
+                        size_t n = strlen(buf);
+
+                        (void)snprintf(buf + n, size - n, "; yielding to other I/O on the volume");
+                }
                 break;
         case HYDRATOR_COMPLETE:
                 if (!format_used_complete(buf, size, st))

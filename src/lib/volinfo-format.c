@@ -70,7 +70,9 @@ static void row_fill(Row *row, const VolumeInfo *v) {
         row->cell[COL_VOLUME] = or_dash(v->volume_id);
         row->cell[COL_DEVICE] = or_dash(v->device);
         row->cell[COL_MAPPING] = or_dash(v->device_name);
-        row->cell[COL_STATE] = or_dash(v->state);
+        row->cell[COL_STATE] = v->running && v->yielding && streq_ptr(v->state, VOLUME_STATE_HYDRATING)
+                                       ? "yielding"
+                                       : or_dash(v->state);
         row->cell[COL_HYDRATED] = row->hydrated;
         row->cell[COL_SIZE] = format_bytes(row->size, sizeof(row->size), v->size_bytes);
         row->cell[COL_RATE] =
@@ -192,7 +194,8 @@ static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
             json_add_u64(o, "eta_seconds", v->eta_seconds) < 0 ||
             json_add_u64(o, "error_count", v->error_count) < 0 ||
             json_add(o, "running", json_object_new_boolean(v->running)) < 0 ||
-            json_add(o, "free_space_cold", json_object_new_boolean(v->free_space_cold)) < 0)
+            json_add(o, "free_space_cold", json_object_new_boolean(v->free_space_cold)) < 0 ||
+            json_add(o, "yielding", json_object_new_boolean(v->yielding)) < 0)
                 return -ENOMEM;
         if (v->running) { /* what the plan is, only a running daemon knows */
                 struct json_object *phases = NULL;

@@ -138,7 +138,7 @@ assert list(doc) == ["volumes"], doc
 vols = {v["volume_id"]: v for v in doc["volumes"]}
 assert sorted(vols) == sorted(["done1", "part1", os.environ["ODD_KEY"]]), sorted(vols)
 keys = ["volume_id", "device", "device_name", "state", "size_bytes", "hydrated_bytes", "percent",
-        "rate_bytes_per_second", "eta_seconds", "error_count", "running", "free_space_cold"]
+        "rate_bytes_per_second", "eta_seconds", "error_count", "running", "free_space_cold", "yielding"]
 for v in vols.values():
     assert list(v) == keys, list(v)
     assert v["device"] == "" and v["device_name"] == "" and v["running"] is False, v

@@ -33,6 +33,20 @@ static void test_status_hydrating(void **state) {
                                  "187 MiB/s, about 32s left");
 }
 
+/* Giving way to a workload: said after the figures, which stay DESIGN.md's prefix. */
+static void test_status_yielding(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        char buf[256];
+
+        st.yielding = true;
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
+                                 "187 MiB/s, about 32s left; yielding to other I/O on the volume");
+        st.paused = true; /* paused says paused */
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: paused at 42.0% hydrated (of 10.0 GiB)");
+}
+
 /* A file-system-aware plan adds its stages; DESIGN.md's format stays the prefix. */
 static void test_status_hydrating_with_plan(void **state) {
         HydratorStatus st = sample(HYDRATOR_HYDRATING);
@@ -188,6 +202,7 @@ static void test_status_waiting_for_aio(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_hydrating),
+                cmocka_unit_test(test_status_yielding),
                 cmocka_unit_test(test_status_hydrating_with_plan),
                 cmocka_unit_test(test_status_complete_used_mode),
                 cmocka_unit_test(test_status_paused),

@@ -220,7 +220,7 @@ static void test_volinfo_json(void **state) {
         assert_int_equal(json_object_array_length(volumes), 2);
 
         v = json_object_array_get_idx(volumes, 0);
-        assert_int_equal(json_object_object_length(v), 14);
+        assert_int_equal(json_object_object_length(v), 15);
         assert_json_string(v, "phase", "used");
         assert_true(json_object_object_get_ex(v, "phases", &x));
         assert_int_equal(json_object_array_length(x), 2);
@@ -367,6 +367,22 @@ static void test_volinfo_table(void **state) {
                                   "   42.0%  10.0 GiB  187 MiB/s  32s       0  used\n");
 }
 
+/* A running volume that gives way to a workload: STATE says so; JSON keeps the state and adds
+ * "yielding". */
+static void test_volinfo_yielding(void **state) {
+        VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "sdg")};
+        _cleanup_(volume_list_freep) VolumeList *l = NULL;
+        _cleanup_free_ char *text = NULL, *json = NULL;
+
+        items[0].yielding = true;
+        l = list_of(items, 1);
+        text = render(print_table_with_legend, l);
+        assert_non_null(strstr(text, "sdg      yielding  "));
+        json = render(volume_list_print_json, l);
+        assert_non_null(strstr(json, "\"state\":\"hydrating\""));
+        assert_non_null(strstr(json, "\"yielding\":true"));
+}
+
 /* Mode=used finished: completed below 100%, and the PHASE column says why; in JSON too. */
 static void test_volinfo_used_complete(void **state) {
         VolumeInfo items[] = {stored_volume("vol-0aaaaaaaaaaaaaaaa", false)};
@@ -427,6 +443,7 @@ int main(void) {
                 cmocka_unit_test(test_volinfo_table),
                 cmocka_unit_test(test_volinfo_table_paused_and_empty),
                 cmocka_unit_test(test_volinfo_used_complete),
+                cmocka_unit_test(test_volinfo_yielding),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
