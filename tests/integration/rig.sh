@@ -48,9 +48,10 @@ case_cold_complete() {
 case_cold_resume_after_kill() {
     local dev total out after size base
     # What a kill costs is read again after the restart: what completed after the last
-    # checkpoint (at most 0.5% of the volume) and what was in flight (QueueDepth=auto keeps at
-    # most 1% of a volume in flight, at least 16 MiB). On 2 GiB that is at most 1.5%: the
-    # target is "at most 2% read twice".
+    # checkpoint (at most 0.5% of the volume) and what was in flight (QueueDepth=auto: up to
+    # 256 reads of 1 MiB, HYDRATOR_AUTO_DEPTH_MAX, on a volume of any size). The reads in
+    # flight had reached the volume: read again they are warm, and what a kill costs is
+    # measured in seconds by tests/lab/ebs-bench --crash-trials, not in bytes here.
     dev=$("$RIG" up "$NAME" --profile seed --size 2G)
     size=$(blockdev --getsize64 "$dev")
     total=$(device_sectors "$dev")
@@ -63,7 +64,7 @@ case_cold_resume_after_kill() {
     echo "$out"
     echo "read over both runs: $((after * 1000 / total / 10)).$((after * 1000 / total % 10))% of the device"
     # Plus what the file system discovery of each of the two runs reads (lib.sh).
-    assert_le "$after" $((total * 102 / 100 + 2 * $(discovery_sectors "$dev"))) \
+    assert_le "$after" $((total + total * 5 / 1000 + 256 * 2048 + 2 * $(discovery_sectors "$dev"))) \
         "sectors read over both runs"
     assert_eq "$(hydrated_bytes)" "$size" "bytes in the overlay after the resumed run"
 }
