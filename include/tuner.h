@@ -48,7 +48,9 @@
  *    = what the device delivered, ours and theirs together, when reads last queued; spare =
  *    capacity minus their rate now), and from there one read more per epoch while no queueing
  *    delay appears, a quarter less when it does. With no capacity known yet it starts at
- *    TUNER_YIELD_START and grows until reads queue. Only after TUNER_YIELD_QUIET_USEC without other I/O does the
+ *    TUNER_YIELD_START and grows until reads queue; at its share without a queue, it believes
+ *    the capacity a little larger each epoch (TUNER_YIELD_PROBE), since a capacity measured
+ *    while others filled the cap is too small. Only after TUNER_YIELD_QUIET_USEC without other I/O does the
  *    climb start again (md resync's idle test, ZFS scrub's ramp after quiet).
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
@@ -92,6 +94,7 @@
 
 #define TUNER_YIELD_SHARE 0.75                        /* of the spare capacity, while yielding */
 #define TUNER_YIELD_QUIET_USEC (5 * UINT64_C(1000000)) /* other I/O gone this long: climb again */
+#define TUNER_YIELD_PROBE 1.05 /* at the share without a queue: capacity + 5% per epoch */
 #define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
 
 typedef enum TunerMode {

@@ -349,6 +349,11 @@ static bool decide_yield(DepthTuner *t, const Sample *s) {
         }
         if (share == 0 || t->depth < share)
                 return set_depth(t, clamp_yield(t, (uint64_t)t->depth + 1), TUNER_YIELD);
+        /* At the share and no queue: the capacity may have been measured low (another volume
+         * behind the same cap, a slow epoch). Believe a little more of it each epoch; the
+         * first queue sets it right again. */
+        if (s->queue <= s->target)
+                t->capacity *= TUNER_YIELD_PROBE;
         return set_depth(t, share, TUNER_YIELD);
 }
 
@@ -439,7 +444,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         s.target = tuner_target(s.base);
         t->queue_delay_usec = s.queue;
         t->request_bytes = s.request;
-        note_capacity(t, &s);
+        if (t->mode != TUNER_RELEARN) /* a slowdown by design says nothing of the capacity */
+                note_capacity(t, &s);
 
         if (t->yielding)
                 changed = decide_yield(t, &s);

@@ -311,8 +311,11 @@ static void test_tuner_yields_at_once_and_comes_back(void **state) {
         assert_int_equal(t.mode, TUNER_YIELD);
         assert_true(t.depth * MiB * 1e6 / (90 * MSEC) <= 0.8 * spare); /* cut at once */
         run = drive(&t, &v, &now, 60 * SEC);
-        assert_true(run.queue_max <= 1.0 * MSEC); /* the workload never waits for us */
-        assert_true(run.rate[0] >= 0.6 * spare);  /* and we still hydrate */
+        /* The workload hardly waits for us (a read's worth, now and then, when the share is
+         * probed), and we still hydrate. */
+        assert_true(run.queue_mean <= 1.0 * MSEC);
+        assert_true(run.queue_p999 <= 10.0 * MSEC);
+        assert_true(run.rate[0] >= 0.6 * spare);
         assert_int_equal(t.yields, 1);
 
         v.foreground = 0; /* the workload stops */
@@ -322,6 +325,28 @@ static void test_tuner_yields_at_once_and_comes_back(void **state) {
         assert_false(t.yielding);
         run = drive(&t, &v, &now, 20 * SEC);
         assert_true(run.rate[0] >= 0.95 * 125.0 * MiB);
+}
+
+static void test_tuner_capacity_learned_low_recovers(void **state) {
+        /* The capacity was taken while another volume's reads filled the instance's cap (or
+         * in an epoch that was slow for its own reasons): far too low. Yielding at three
+         * quarters of that would starve the hydration for as long as the workload runs; the
+         * share grows back while no queue shows. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
+        const double spare = 125.0 * MiB - FOREGROUND;
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 256, now);
+        (void)drive(&t, &v, &now, 20 * SEC);
+        t.capacity = 20.0 * MiB;
+        v.foreground = FOREGROUND;
+        (void)drive(&t, &v, &now, 20 * SEC);
+        run = drive(&t, &v, &now, 30 * SEC);
+        assert_true(t.yielding);
+        assert_true(run.rate[0] >= 0.6 * spare);
+        assert_true(run.queue_p999 <= 10.0 * MSEC);
 }
 
 static void test_tuner_yields_from_the_start(void **state) {
@@ -342,7 +367,7 @@ static void test_tuner_yields_from_the_start(void **state) {
         (void)drive(&t, &v, &now, 20 * SEC);
         run = drive(&t, &v, &now, 60 * SEC);
         assert_true(run.rate[0] >= 0.6 * spare);
-        assert_true(run.queue_p999 <= 5.0 * MSEC);
+        assert_true(run.queue_p999 <= 10.0 * MSEC);
         assert_true(run.queue_mean <= 1.0 * MSEC);
 }
 
@@ -530,6 +555,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
                 cmocka_unit_test(test_tuner_tolerates_jitter),
                 cmocka_unit_test(test_tuner_yields_at_once_and_comes_back),
+                cmocka_unit_test(test_tuner_capacity_learned_low_recovers),
                 cmocka_unit_test(test_tuner_yields_from_the_start),
                 cmocka_unit_test(test_tuner_fixed_depth_yields_too),
                 cmocka_unit_test(test_tuner_shared_cap_yields_to_each_other),
