@@ -213,5 +213,70 @@ case_hang() {
     assert_eq "$(hydrated_bytes)" "$(blockdev --getsize64 "$dev")" "bytes in the overlay"
 }
 
+# foreground DEV SECONDS: a workload of 16 KiB direct reads over the first 8 MiB (warm after the
+# first pass), as fast as they go, for SECONDS. Run it with & (and wait for it).
+foreground() {
+    local end=$((SECONDS + $2))
+    while [ "$SECONDS" -lt "$end" ]; do
+        dd if="$1" of=/dev/null bs=16k count=512 iflag=direct status=none
+    done
+}
+
+last_status() {
+    grep '^STATUS=' "$1" | tail -n 1
+}
+
+# Yield= (issue 14): other I/O on the device makes the daemon give way, says so in STATUS= and
+# its log, and stops once the other I/O is over; --yield=no reads on regardless.
+case_yield() {
+    local dev sock log listener pid fg rc=0 out
+    # 2 GiB at 32 MiB/s: a minute of cold reads, more than both runs need.
+    dev=$("$RIG" up "$NAME" --profile seed --size 2G --bps 32M)
+    sock="$WORK/notify.sock" log="$WORK/notify.log"
+    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 120 &
+    listener=$!
+    wait_for 5 test -S "$sock" || fail "notify listener did not start"
+    # Not the hydrate function: $! must be the daemon itself, for the signal below.
+    NOTIFY_SOCKET="$sock" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+        --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    wait_for 30 overlay_above $((16 << 20)) || fail "16 MiB not hydrated within 30 s"
+    assert_not_contains "$(cat "$WORK/out")" "other I/O" "log before any other I/O"
+
+    foreground "$dev" 6 &
+    fg=$!
+    yielding() { last_status "$log" | grep -q '; yielding to other I/O on the volume$'; }
+    wait_for 5 yielding || fail "STATUS= does not say yielding 5 s into the workload: $(last_status "$log")"
+    assert_contains "$(cat "$WORK/out")" "other I/O on the device" "log"
+    wait "$fg" || true
+    not_yielding() { last_status "$log" | grep -q 'hydrated' && ! yielding; }
+    # Its reads stay in the comparison window for 5 s (activity.h), then 5 s without other I/O
+    # (tuner.h), then the next STATUS= (every 2 s).
+    wait_for 20 not_yielding || fail "still yielding 20 s after the workload: $(last_status "$log")"
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 143 "exit status after SIGTERM"
+
+    # --yield=no: the same workload changes nothing.
+    : >"$log"
+    NOTIFY_SOCKET="$sock" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+        --progress=never --state-key="$NAME" --yield=no "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    wait_for 10 grep -q '^STATUS=.*hydrated (' "$log" || fail "no STATUS= from the --yield=no run"
+    foreground "$dev" 6 &
+    fg=$!
+    wait "$fg" || true
+    kill -0 "$pid" 2>/dev/null || fail "the --yield=no run ended early: $(cat "$WORK/out")"
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    kill "$listener" 2>/dev/null || true
+    out=$(cat "$WORK/out")
+    echo "$out"
+    assert_eq "$rc" 143 "exit status of the --yield=no run after SIGTERM"
+    assert_not_contains "$out" "other I/O" "log of the --yield=no run"
+    assert_not_contains "$(grep '^STATUS=' "$log")" "yielding" "STATUS= of the --yield=no run"
+}
+
 "case_${CASE//-/_}"
 echo "PASS: $CASE"
