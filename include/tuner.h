@@ -28,8 +28,8 @@
  * 2. Queueing delay (LEDBAT-style). The base latency is the smallest latency of recent epochs
  *    (a history of TUNER_BASE_BUCKETS minima, so an old one ages out); an epoch's own smallest
  *    latency minus the base is the queueing delay, which jitter does not inflate (the smallest
- *    of many reads is the one that did not wait). When it exceeds the target (a sixteenth of
- *    the base, at most TUNER_TARGET_MAX_USEC), the depth the measured throughput needs is
+ *    of many reads is the one that did not wait). When it exceeds twice the target (an eighth
+ *    of the base, at most TUNER_TARGET_MAX_USEC), the depth the measured throughput needs is
  *    rate x (base + target) / request (Little's law): CRUISE probes down to it at once. If the
  *    delay went away with our reads but throughput fell, the queue paid for itself (a device
  *    that gets faster the deeper it is driven): back, until the next regular probe. If less
@@ -47,7 +47,8 @@
  *    tuner YIELDS: at once down to what takes TUNER_YIELD_SHARE of the spare capacity (capacity
  *    = what the device delivered, ours and theirs together, when reads last queued; spare =
  *    capacity minus their rate now), and from there one read more per epoch while no queueing
- *    delay appears, a quarter less when it does. With no capacity known yet it starts at
+ *    delay appears (over a tighter target: a sixteenth of the base, at most 5 ms), a quarter
+ *    less when it does. With no capacity known yet it starts at
  *    TUNER_YIELD_START and grows until reads queue; at its share without a queue, it believes
  *    the capacity a little larger each epoch (TUNER_YIELD_PROBE), since a capacity measured
  *    while others filled the cap is too small. Only after TUNER_YIELD_QUIET_USEC without other I/O does the
@@ -79,19 +80,23 @@
 #define TUNER_WINDOW_LATENCIES 3                      /* measure over at least 3 mean latencies */
 #define TUNER_LATENCY_INIT_USEC (50 * UINT64_C(1000)) /* until the first completion says more */
 
-#define TUNER_TARGET_DIVISOR 16                      /* queueing delay target: base / 16 ... */
+#define TUNER_TARGET_DIVISOR 8                       /* queueing delay target: base / 8 ... */
 #define TUNER_TARGET_MIN_USEC (1 * UINT64_C(1000))   /* ... but at least 1 ms */
-#define TUNER_TARGET_MAX_USEC (5 * UINT64_C(1000))   /* ... and at most 5 ms */
+#define TUNER_TARGET_MAX_USEC (25 * UINT64_C(1000))  /* ... and at most 25 ms */
 #define TUNER_BASE_BUCKETS 6                         /* base latency: minimum of 6 ... */
 #define TUNER_BASE_BUCKET_USEC (10 * UINT64_C(1000000)) /* ... 10 s periods: 1 min of history */
 #define TUNER_WARM_USEC (20 * UINT64_C(1000)) /* faster reads hit warm blocks: not the base */
 #define TUNER_SUSPECT_FACTOR 3  /* an epoch this many times slower than the base: relearn now */
 #define TUNER_NEW_BASE_FACTOR 2 /* ... and if the relearn epoch is this much slower, new base */
+#define TUNER_RECHECK_USEC (5 * UINT64_C(1000000)) /* ... not within 5 s of another relearn */
 #define TUNER_RELEARN_USEC (60 * UINT64_C(1000000)) /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * UINT64_C(1000000)) /* ... a minute, and soon after start */
+#define TUNER_OWN_QUEUE_SHARE 0.35 /* a drain: latency fell by this share of the cut: ours */
 #define TUNER_CONTENTION_NUM 3 /* someone else's queue: x 3/4 per epoch */
 #define TUNER_CONTENTION_DEN 4
 
+#define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */
+#define TUNER_YIELD_TARGET_MAX_USEC (5 * UINT64_C(1000)) /* ... at most 5 ms of our queue */
 #define TUNER_YIELD_SHARE 0.75                        /* of the spare capacity, while yielding */
 #define TUNER_YIELD_QUIET_USEC (5 * UINT64_C(1000000)) /* other I/O gone this long: climb again */
 #define TUNER_YIELD_PROBE 1.05 /* at the share without a queue: capacity + 5% per epoch */
@@ -118,15 +123,20 @@ typedef struct DepthTuner {
         unsigned cruise_epochs;
         unsigned probe_wait; /* cruise epochs before the next probe */
         bool probe_down;  /* the last probe was (or this one is) downwards */
-        bool delay_probe; /* the current PROBE_DOWN was caused by queueing delay */
-        uint64_t probe_queue_usec; /* ... of this much, before it */
-        bool delay_hold; /* queueing paid for itself: no delay probe until the next probe */
+        bool delay_probe; /* the current PROBE_DOWN was caused by queueing delay, */
+        uint64_t probe_mean_usec;  /* ... with this mean latency before it, */
+        unsigned probe_depth;      /* ... at this depth */
+        bool delay_hold;     /* queueing paid for itself: no drain for a while ... */
+        unsigned hold_left;  /* ... this many more cruise epochs */
+        unsigned hold_next;  /* the next hold: doubled each time, up to TUNER_CRUISE_EPOCHS_MAX */
+        bool drain_retried; /* a drain fell short once and is being tried a quarter deeper */
 
         /* the current epoch */
         uint64_t epoch_usec;   /* when it started (a depth change, a taint) */
         uint64_t measure_usec; /* when its measuring window opens: epoch + one mean latency */
         uint64_t bytes;        /* completed inside the window */
         unsigned completions;  /* inside the window */
+        uint64_t latency_sum_usec; /* of those completions */
         uint64_t min_latency_usec; /* the smallest latency inside the window; UINT64_MAX none */
         bool tainted;
 
@@ -141,8 +151,9 @@ typedef struct DepthTuner {
         double request_bytes;                   /* mean bytes per read, of the last epoch */
         uint64_t relearn_due_usec;
         unsigned relearn_depth; /* the depth to return to after RELEARN */
-        bool relearn_check;     /* this RELEARN checks a suspect base (new_population()) */
-        uint64_t base_checked_usec; /* when a relearn last checked a suspect base */
+        uint64_t base_checked_usec; /* when a relearn last measured the base */
+        bool suspect;           /* this RELEARN checks the base because reads got slow */
+        bool slow_confirmed;    /* ... and found it right: the slowness is a queue */
 
         /* other I/O on the device */
         bool yielding;
@@ -178,5 +189,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec);
 uint64_t tuner_base_latency(const DepthTuner *t);
 /* tuner_target() - the queueing delay the tuner holds the device to, for @base_usec. */
 uint64_t tuner_target(uint64_t base_usec);
+/* tuner_yield_target() - the same while yielding to a workload: tighter. */
+uint64_t tuner_yield_target(uint64_t base_usec);
 
 const char *tuner_mode_to_string(TunerMode m);

@@ -389,10 +389,11 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
 static void fill(Hydrator *h);
 
 static void log_depth(const Hydrator *h) {
-        log_debug("%s: queue depth %u (%s), mean latency %.1f ms, base %.1f ms, queueing %.1f ms",
+        log_debug("%s: queue depth %u (%s; %u in flight), mean latency %.1f ms, base %.1f ms, "
+                  "queueing %.1f ms",
                   h->state->key, h->tuner.depth, tuner_mode_to_string(h->tuner.mode),
-                  h->tuner.latency_usec / 1000.0, tuner_base_latency(&h->tuner) / 1000.0,
-                  h->tuner.queue_delay_usec / 1000.0);
+                  h->reader ? reader_in_flight(h->reader) : 0, h->tuner.latency_usec / 1000.0,
+                  tuner_base_latency(&h->tuner) / 1000.0, h->tuner.queue_delay_usec / 1000.0);
 }
 
 static void note_completion(Hydrator *h) {

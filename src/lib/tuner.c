@@ -40,6 +40,7 @@ static void new_epoch(DepthTuner *t, uint64_t now) {
         t->measure_usec = now + (uint64_t)t->latency_usec;
         t->bytes = 0;
         t->completions = 0;
+        t->latency_sum_usec = 0;
         t->min_latency_usec = UINT64_MAX;
         t->tainted = false;
 }
@@ -61,6 +62,7 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
                  * (or of the volumes that started with us): the first relearn comes soon. */
                 .relearn_due_usec = next_boundary(now_usec, TUNER_RELEARN_FIRST_USEC),
                 .probe_wait = TUNER_CRUISE_EPOCHS,
+                .hold_next = TUNER_CRUISE_EPOCHS,
         };
         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                 t->base_hist[i] = UINT64_MAX;
@@ -82,6 +84,7 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 return;
         t->bytes += bytes;
         t->completions++;
+        t->latency_sum_usec += latency_usec;
         if (latency_usec >= TUNER_WARM_USEC) /* a warm block says nothing of cold ones */
                 t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
 }
@@ -128,12 +131,18 @@ uint64_t tuner_target(uint64_t base_usec) {
                      TUNER_TARGET_MAX_USEC);
 }
 
+uint64_t tuner_yield_target(uint64_t base_usec) {
+        return CLAMP(base_usec / TUNER_YIELD_TARGET_DIVISOR, TUNER_TARGET_MIN_USEC,
+                     TUNER_YIELD_TARGET_MAX_USEC);
+}
+
 /* What one epoch measured. */
 typedef struct Sample {
         double rate;    /* bytes/s */
         double request; /* bytes per completion */
         uint64_t base;  /* base latency, usec */
         uint64_t queue; /* queueing delay, usec */
+        double mean;    /* mean latency of the epoch's reads, usec */
         uint64_t target;
 } Sample;
 
@@ -143,6 +152,12 @@ static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
         double d = rate * (double)(s->base + s->target) / 1e6 / s->request;
 
         return clamp_yield(t, (uint64_t)(d + 0.5));
+}
+
+/* Twice the target: worth draining. Between the two the depth stays (a whole number of reads
+ * rarely lands on the target, and a few milliseconds of jitter are no reason to act). */
+static bool queueing(const Sample *s) {
+        return s->queue > 2 * s->target;
 }
 
 /* ---- the climb ---- */
@@ -177,22 +192,30 @@ static bool drain(DepthTuner *t, const Sample *s, unsigned from) {
         t->base_depth = from;
         t->base_rate = s->rate;
         t->delay_probe = true;
-        t->probe_queue_usec = s->queue;
+        t->probe_mean_usec = (uint64_t)s->mean;
+        t->probe_depth = from;
         return true;
 }
 
 /* The climb is over at @depth: cruise there, or drain first if reads queue. */
 static bool cruise_at(DepthTuner *t, const Sample *s, unsigned depth) {
-        if (s->queue > s->target && drain(t, s, depth))
+        if (queueing(s) && drain(t, s, depth))
                 return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
         return set_depth(t, depth, TUNER_CRUISE);
 }
 
-/* After a probe down because of queueing delay: did the delay go with our reads? Not if less
- * than half of its excess over the target went away. */
+/*
+ * After a probe down because of queueing delay: did the delay go with our reads? A queue of
+ * our own shrinks with our depth: the reads' mean latency falls by a good part as much, in
+ * proportion, as the depth did (fully on a capped volume; by 46% of it on the rig, which gets
+ * faster the deeper it is driven). In a queue we share with n others of our size it falls by
+ * 1/(n+1) of it, less with a workload in it too: then it is theirs, if still worth draining.
+ */
 static bool queue_stayed(const DepthTuner *t, const Sample *s) {
-        return s->queue > s->target &&
-               s->queue - s->target > (t->probe_queue_usec - s->target) / 2;
+        double fell = 1.0 - s->mean / (double)t->probe_mean_usec;
+        double cut = 1.0 - (double)t->depth / (double)t->probe_depth;
+
+        return queueing(s) && fell < TUNER_OWN_QUEUE_SHARE * cut;
 }
 
 static bool decide_probe_down(DepthTuner *t, const Sample *s) {
@@ -204,14 +227,32 @@ static bool decide_probe_down(DepthTuner *t, const Sample *s) {
                 /* The queue stayed: it is someone else's (another volume behind the same cap,
                  * a reader we cannot see), and we had only been taking a share of it. Leave
                  * it a quarter more, whatever that costs us. */
-                if (queue_stayed(t, s))
+                if (!t->drain_retried && queue_stayed(t, s)) { /* the retry is deeper */
+                        t->drain_retried = false;
                         return set_depth(t, give_way(t), TUNER_CRUISE);
-                /* It went with our reads. If throughput held, they had only queued; if it
-                 * fell, they paid for their delay (a device that gets faster the deeper it
-                 * is driven): back, and no delay probe until the next regular one. */
-                if (s->rate >= t->base_rate * TUNER_DOWN_TOLERANCE)
+                }
+                /* It went with our reads. If throughput held, they had only queued. If it
+                 * fell, Little's law with the smallest latency cut a little short (reads do
+                 * not all take the smallest): a quarter more, once. If that is still short,
+                 * the reads paid for their delay (a device that gets faster the deeper it is
+                 * driven): back, and no delay probe until the next regular one. */
+                if (s->rate >= t->base_rate * TUNER_DOWN_TOLERANCE) {
+                        t->drain_retried = false;
+                        t->hold_next = TUNER_CRUISE_EPOCHS;
                         return set_depth(t, t->depth, TUNER_CRUISE);
+                }
+                if (!t->drain_retried && t->depth < base) {
+                        t->drain_retried = true;
+                        t->delay_probe = true;
+                        return set_depth(t, MIN(base, scaled(t, t->depth, TUNER_PROBE_UP_NUM,
+                                                             TUNER_PROBE_UP_DEN)),
+                                         TUNER_PROBE_DOWN);
+                }
+                t->drain_retried = false;
+                /* Each time it turns out so, wait twice as long before draining again. */
                 t->delay_hold = true;
+                t->hold_left = t->hold_next;
+                t->hold_next = MIN(t->hold_next * 2, TUNER_CRUISE_EPOCHS_MAX);
                 return set_depth(t, base, TUNER_CRUISE);
         }
         if (s->rate < t->base_rate * TUNER_DOWN_TOLERANCE)
@@ -229,20 +270,20 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
         /* Follow the device while cruising: the base is the latest measure. */
         t->base_depth = t->depth;
         t->base_rate = s->rate;
-        if (s->queue > s->target && !t->delay_hold) {
+        if (t->delay_hold && --t->hold_left == 0)
+                t->delay_hold = false;
+        if (queueing(s) && !t->delay_hold) {
                 if (drain(t, s, t->depth))
                         return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
-                /* Drained already, and still more queue than one of our reads explains (the
-                 * depth is a whole number): not ours. Give way; no probing into it. */
-                if (s->queue <= s->target + (uint64_t)(s->request * 1e6 / s->rate) ||
-                    t->depth == 1)
+                /* Drained already, and still queueing: not ours. Give way; no probing into
+                 * it. */
+                if (t->depth == 1)
                         return false;
                 return set_depth(t, give_way(t), TUNER_CRUISE);
         }
         if (++t->cruise_epochs < t->probe_wait)
                 return false;
         t->cruise_epochs = 0;
-        t->delay_hold = false;
         /* Alternate. Down only where reads queue (the delay paid for itself): without a queue,
          * fewer reads can only be slower. */
         t->probe_down = !t->probe_down;
@@ -384,28 +425,32 @@ static void note_capacity(DepthTuner *t, const Sample *s) {
 /*
  * Reads that take three times the base are either deeply queued or of another kind than the
  * base was learned on (cold blocks after warm ones that waited in a queue). A relearn epoch at
- * the smallest depth tells which; if even that takes twice the base, the base starts afresh
- * from it. Returns true when it changed the depth.
+ * the smallest depth tells which (at once, unless one did lately); if even that takes twice
+ * the base, the base starts afresh from it. Returns true when it changed the depth.
  */
 static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
         uint64_t lat = t->min_latency_usec;
 
-        if (t->mode == TUNER_RELEARN && t->relearn_check) {
-                t->relearn_check = false;
+        if (t->mode == TUNER_RELEARN) {
                 t->base_checked_usec = now;
                 if (base > 0 && lat >= TUNER_NEW_BASE_FACTOR * base) {
                         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                                 t->base_hist[i] = UINT64_MAX;
                         t->base_bucket_usec = now;
-                }
+                } else if (t->suspect)
+                        t->slow_confirmed = true; /* the base is right: the slowness is a queue */
+                t->suspect = false;
                 return false;
         }
-        /* Checked lately and found right: the slowness is a queue, for the drain to handle. */
-        if (base == 0 || lat < TUNER_SUSPECT_FACTOR * base || t->yielding || t->fixed ||
-            t->mode == TUNER_RELEARN || t->depth <= t->min ||
-            (t->base_checked_usec > 0 && now - t->base_checked_usec < TUNER_RELEARN_USEC))
+        if (base == 0 || lat < TUNER_SUSPECT_FACTOR * base) {
+                t->slow_confirmed = false;
                 return false;
-        t->relearn_check = true;
+        }
+        /* Found a queue, for the drain to handle; or measured lately. */
+        if (t->slow_confirmed || t->yielding || t->fixed || t->depth <= t->min ||
+            (t->base_checked_usec > 0 && now - t->base_checked_usec < TUNER_RECHECK_USEC))
+                return false;
+        t->suspect = true;
         t->relearn_depth = t->depth;
         new_epoch(t, now);
         return set_depth(t, t->min, TUNER_RELEARN);
@@ -431,17 +476,26 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
 
         s.rate = (double)t->bytes * 1e6 / (double)(now_usec - t->measure_usec);
         s.request = (double)t->bytes / t->completions;
+        s.mean = (double)t->latency_sum_usec / t->completions;
         s.base = tuner_base_latency(t);
         if (t->min_latency_usec == UINT64_MAX) /* only warm reads: no word on queueing */
                 s.queue = 0;
         else if (new_population(t, s.base, now_usec))
                 return true;
         else {
+                uint64_t before = s.base;
+
                 base_note(t, t->min_latency_usec, now_usec);
                 s.base = tuner_base_latency(t);
                 s.queue = t->min_latency_usec - s.base;
+                /* A base that fell by more than the target (a relearn saw through a queue)
+                 * makes "the delay paid for itself" a judgement on wrong figures. */
+                if (before > 0 && s.base + tuner_target(s.base) < before) {
+                        t->delay_hold = false;
+                        t->hold_next = TUNER_CRUISE_EPOCHS;
+                }
         }
-        s.target = tuner_target(s.base);
+        s.target = t->yielding ? tuner_yield_target(s.base) : tuner_target(s.base);
         t->queue_delay_usec = s.queue;
         t->request_bytes = s.request;
         if (t->mode != TUNER_RELEARN) /* a slowdown by design says nothing of the capacity */
