@@ -24,6 +24,10 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
       snapshot holds a GPT disk with ext4 (disabled by a drop-in until the partition is mounted
       read-only in the guest), restarted with Mode=used and HotPaths=: GETFSMAP on the mount
       point, the hot file found, the free space left cold, ebs-hydratectl says "completed"
+  h   it gives way to other I/O on the volume under the unit's sandbox: the disk's counters are
+      readable (no warning); a reader in the guest on a hot-plugged hydrating volume makes
+      STATUS=, D-Bus Yielding and ebs-hydratectl say "yielding", which ends after the reader
+      does; with a Yield=no drop-in and a restart the same reader changes nothing
   f   dpkg --purge while a hot-plugged third volume hydrates: no instance, process, bus name,
       unit, rule or state is left, and a new udev event on the volume starts nothing
 
@@ -79,6 +83,9 @@ VOL_B = Vol("b", "vol0fedcba9876543210", 256 * MIB, 6 * MIB)
 VOL_C = Vol("c", "vol0c0ffee0000000001", 256 * MIB, 4 * MIB)
 # Its snapshot holds a GPT disk with ext4 on partition 1 (make_ext4_image).
 VOL_D = Vol("d", "vol0da7a000000000004", 256 * MIB, 16 * MIB)
+# Hydrates for 2 min at its cap: long enough to watch it give way to a workload and not, then
+# detached.
+VOL_H = Vol("h", "vol0e1d0000000000005", 512 * MIB, 4 * MIB)
 # Not EBS (no "vol" serial): no instance ever reads it, so what the guest kernel counts for it
 # is what udev's probes read at boot; step e compares the hydrated volumes with it.
 VOL_BASE = Vol("base", "base0000000000000000", 1024 * MIB, 0)
@@ -450,9 +457,14 @@ def step_d4(m, record):
     vm.log("second attachment read %.1f MiB; %.1f MiB were cold when detached"
            % (read / MIB, left / MIB))
     # Reads in flight at device_del may have reached the rig without reaching the checkpoint:
-    # up to queue depth x block size (32 MiB) may be read twice; udev's probes add a little.
-    check(read <= left + 40 * MIB, "the re-attached volume was not read from 0",
-          "%.1f MiB read <= %.1f MiB" % (read / MIB, (left + 40 * MIB) / MIB))
+    # up to the queue depth the detached run ended with x 1 MiB (its journal says; QueueDepth=
+    # auto has no bound by volume size) may be read twice; udev's probes add a little.
+    ends = re.findall(r"queue depth (\d+) at the end",
+                      m.succeed("journalctl --no-pager -o cat -u %s" % unit_of(vol)))
+    depth = int(ends[0]) if ends else 256
+    bound = left + (depth + 8) * MIB
+    check(read <= bound, "the re-attached volume was not read from 0",
+          "%.1f MiB read <= %.1f MiB (depth %d at the detach)" % (read / MIB, bound / MIB, depth))
     if "resumed_at" in record:
         cold = vol.size * (1 - record["resumed_at"] / 100)
         check(read <= cold + 4 * MIB, "it read what the checkpoint left cold, no more",
@@ -544,6 +556,198 @@ def step_g(m, data):
     check(pct < 50, "rig: only the used part of %s was read" % vol.volume_id,
           "%.1f%% of %d MiB in the overlay" % (pct, size // MIB))
     m.succeed("umount /srv/d && rm -f %s && rmdir %s" % (conf, os.path.dirname(conf)))
+
+
+# Step h: its reads give way to a workload on the same volume (Yield=, the disk's counters).
+YIELDING = "; yielding to other I/O on the volume"
+LOAD_UNIT = "test-yield-load"
+LOAD_SCRIPT = "/run/test-yield-load"
+LOAD_COUNT = "/run/test-yield-load.mib"
+LOAD_MIB = 8  # the workload re-reads this much at the start of the volume, warm by then
+HYDRATING_RE = re.compile(r"^vol-[0-9a-f]{17}: \d+\.\d% hydrated \(")
+
+
+def yield_view(m, vol):
+    """What the three interfaces say: {"status": StatusText, "bus": the D-Bus Yielding,
+    "ctl": ebs-hydratectl --json's "yielding", "state": its "state", "active": the unit's
+    ActiveState/SubState}."""
+    p = unit_props(m, unit_of(vol))
+    v = json.loads(m.succeed("ebs-hydratectl --json status %s" % vol.kname))["volumes"][0]
+    return {"status": p["StatusText"], "bus": bus_get(m, vol, "Yielding"),
+            "ctl": v.get("yielding"), "state": v.get("state"),
+            "active": "%s/%s" % (p["ActiveState"], p["SubState"])}
+
+
+def says_yielding(view):
+    return view["status"].endswith(YIELDING) and view["bus"] is True and view["ctl"] is True
+
+
+def says_not_yielding(view):
+    """Hydrating, and none of the three says yielding (STATUS= may say "measuring rate" right
+    after a start)."""
+    return (HYDRATING_RE.match(view["status"]) is not None and "yielding" not in view["status"]
+            and view["bus"] is False and view["ctl"] is False and view["state"] == "hydrating"
+            and view["active"] == "active/running")
+
+
+def wait_view(m, vol, pred, timeout):
+    """Poll yield_view() until @pred holds: (seconds it took, the view), or (None, last view)."""
+    t0 = time.monotonic()
+    while True:
+        view = yield_view(m, vol)
+        if pred(view):
+            return time.monotonic() - t0, view
+        if time.monotonic() - t0 > timeout:
+            return None, view
+        time.sleep(0.5)
+
+
+def start_load(m, vol):
+    """The workload: as root, outside the unit, direct reads of the first LOAD_MIB MiB of the
+    volume, again and again with a short pause (about 40 MiB/s here), in a transient unit (so
+    that it surely stops); it counts the MiB it read in LOAD_COUNT. Returns once its first
+    pass is done."""
+    m.write_file(LOAD_SCRIPT, "n=0\nwhile :; do\n"
+                 "    dd if=/dev/%s of=/dev/null bs=256k count=%d iflag=direct status=none "
+                 "|| exit 1\n"
+                 "    n=$((n + %d)); echo $n > %s; sleep 0.1\ndone\n"
+                 % (vol.kname, LOAD_MIB * 4, LOAD_MIB, LOAD_COUNT))
+    # bash runs the script: the initramfs mounts /run noexec.
+    m.succeed("rm -f {c}; systemd-run --quiet --collect --unit={u} /bin/bash {s} || exit 1; "
+              "for i in $(seq 50); do [ -s {c} ] && exit 0; sleep 0.1; done; "
+              "systemctl status --no-pager {u}; exit 1".format(c=LOAD_COUNT, u=LOAD_UNIT,
+                                                             s=LOAD_SCRIPT))
+    return time.monotonic()
+
+
+def load_read(m):
+    """MiB the workload has read so far."""
+    rc, out, _ = m.run("cat %s" % LOAD_COUNT)
+    return int(out) if rc == 0 and out.strip().isdigit() else 0
+
+
+def stop_load(m, t0):
+    """Stop the workload: (MiB it read, MiB/s)."""
+    m.run("systemctl stop %s.service" % LOAD_UNIT)
+    secs = time.monotonic() - t0
+    mib = load_read(m)
+    return mib, mib / secs
+
+
+def instance_log(m, unit):
+    invocation = m.succeed("systemctl show -p InvocationID --value %s" % unit).strip()
+    return m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
+
+
+def step_h(m):
+    vol = VOL_H
+    conf = "/etc/ebs-hydrate/hydrate.conf.d/50-step-h.conf"
+    attach(m, vol, hotplug=True)
+    try:
+        vol.kname = m.block_device(vol.serial)
+        unit = unit_of(vol)
+        p = wait_unit(m, unit, started, "started", 60)
+        check(p["ActiveState"] == "active" and p["SubState"] == "running",
+              "hot-plugged %s: %s hydrates" % (vol.volume_id, unit),
+              "%s/%s" % (p["ActiveState"], p["SubState"]))
+        # 1. The shipped unit, no drop-in, and the disk's counters readable in its sandbox.
+        show = m.succeed("systemctl show -p User,ProcSubset,ProtectProc,DevicePolicy,"
+                         "DropInPaths %s" % unit)
+        vm.log("unit: " + " ".join(show.split()))
+        check("User=ebs-hydrate\n" in show and "ProcSubset=pid\n" in show and
+              "DevicePolicy=closed\n" in show and "DropInPaths=\n" in show,
+              "%s runs under the shipped unit (user ebs-hydrate, ProcSubset=pid, "
+              "DevicePolicy=closed), no drop-in" % unit)
+        # Wait for the workload's region to be hydrated (offset order here). D-Bus, not the
+        # rig: hydrated() flushes the overlay, which waits for the reads queued at the cap.
+        deadline = time.monotonic() + 30
+        while bus_get(m, vol, "HydratedBytes") < 2 * LOAD_MIB * MIB and \
+                time.monotonic() < deadline:
+            time.sleep(1)
+        log = instance_log(m, unit)
+        vm.log_output("journal of %s:" % unit, log)
+        check("Cannot read /sys/block" not in log and "without yielding" not in log,
+              "its journal has no \"Cannot read /sys/block/%s/stat\" warning" % vol.kname)
+        check(re.search(r"^Hydrating /dev/%s .*KiB reads$" % vol.kname, log, re.M),
+              "its start record does not say Yield=no")
+        took, view = wait_view(m, vol, says_not_yielding, 15)
+        check(took is not None, "before the workload: hydrating, not yielding", repr(view))
+        # 2. A workload on the device: it gives way, and takes back when the workload ends.
+        t0 = start_load(m, vol)
+        try:
+            took, view = wait_view(m, vol, says_yielding, 20)
+            vm.log("yielding view: %r" % view)
+            check(took is not None, "with a workload reading /dev/%s: StatusText ends \"%s\", "
+                  "D-Bus Yielding true, ebs-hydratectl \"yielding\": true"
+                  % (vol.kname, YIELDING[2:]),
+                  "%.1f s after it started" % (time.monotonic() - t0) if took is not None
+                  else "not after 20 s: %r; the workload read %d MiB" % (view, load_read(m)))
+            check(view["state"] == "hydrating", "ebs-hydratectl --json: state stays hydrating",
+                  view["state"])
+            table = m.succeed("ebs-hydratectl status %s" % vol.kname)
+            vm.log("ebs-hydratectl status:\n" + table.rstrip())
+            check(re.search(r"\byielding\b", table.splitlines()[-1]),
+                  "ebs-hydratectl status: STATE yielding", table.splitlines()[-1])
+        finally:
+            mib, rate = stop_load(m, t0)
+        vm.log("the workload read %d MiB (%.1f MiB/s)" % (mib, rate))
+        log = instance_log(m, unit)
+        mt = re.search(r"other I/O on the device \(([\d.]+) MiB/s\): yielding to it", log)
+        check(mt is not None, "journal: \"other I/O on the device (X MiB/s): yielding to it\"",
+              mt.group(0) if mt else "")
+        check("Cannot read /sys/block" not in log, "... and still no \"Cannot read\" warning")
+        # It looks back 5 s for their reads, then waits 5 s of quiet; STATUS= every 2 s.
+        t_stop = time.monotonic()
+        took, view = wait_view(m, vol, says_not_yielding, 20)
+        check(took is not None, "workload stopped: Yielding false, StatusText and "
+              "ebs-hydratectl no longer say yielding, still hydrating",
+              "%.1f s after it stopped" % (time.monotonic() - t_stop) if took is not None
+              else "not after 20 s: %r" % view)
+        # 3. Yield=no: the same workload is not given way to.
+        m.write_file(conf, "[Match]\nVolumeId=%s\n[Hydrate]\nYield=no\n" % vol.volume_id)
+        m.succeed("systemctl restart %s" % unit, 60)
+        p = wait_unit(m, unit, started, "started", 60)
+        check(p["ActiveState"] == "active" and p["SubState"] == "running",
+              "with a Yield=no drop-in, restarted: %s hydrates" % unit,
+              "%s/%s" % (p["ActiveState"], p["SubState"]))
+        m.wait_until_succeeds("busctl get-property %s%s %s %s State" % (BUS_NAME, vol.kname,
+                                                                         BUS_PATH, BUS_IFACE),
+                              30)
+        log = instance_log(m, unit)
+        check(re.search(r"^Hydrating /dev/%s .*, Yield=no$" % vol.kname, log, re.M),
+              "its start record says Yield=no")
+        # Watched for 10 s at least, and until the workload read what was given way to above.
+        t0 = start_load(m, vol)
+        seen = []
+        try:
+            while True:
+                view = yield_view(m, vol)
+                if not says_not_yielding(view):
+                    seen.append(view)
+                secs = time.monotonic() - t0
+                if secs >= 25 or (secs >= 10 and load_read(m) >= mib):
+                    break
+                time.sleep(0.5)
+        finally:
+            mib2, rate2 = stop_load(m, t0)
+        vm.log("the workload read %d MiB (%.1f MiB/s)" % (mib2, rate2))
+        check(mib2 >= mib, "the same workload ran, and read as much as what was yielded to",
+              "%d MiB in %.1f s" % (mib2, mib2 / rate2 if rate2 else 0))
+        check(not seen, "Yield=no: while it ran, never yielding, still hydrating",
+              repr(seen[0]) if seen else "")
+        log = instance_log(m, unit)
+        vm.log_output("journal of %s:" % unit, log)
+        check("yielding to it" not in log, "journal: no \"yielding to it\" with Yield=no")
+        pct = bus_get(m, vol, "Percent")
+        check(pct < 100, "%s is still hydrating: all this was watched while it read"
+              % vol.volume_id, "%.1f%%" % pct)
+    finally:
+        m.run("systemctl stop %s.service; rm -f %s %s %s; rmdir %s 2>/dev/null"
+              % (LOAD_UNIT, LOAD_SCRIPT, LOAD_COUNT, conf, os.path.dirname(conf)))
+        # Detached: its instance stops. Without the cap first, the reads queued at it (tens of
+        # MiB at 4 MiB/s) would hold the detach up.
+        m.set_volume_rate(vol.name, 0)
+        m.remove_volume(vol.name)
 
 
 def step_f(m):
@@ -643,6 +847,7 @@ def run(m, timer, restart, deb, data):
             r.step("d4: ... completes, reading only what was left", step_d4, record)
     r.step("e: reboot: already hydrated, nothing read", step_e, restart)
     r.step("g: Mode=used, GETFSMAP and HotPaths= under the unit", step_g, data)
+    r.step("h: yields to a workload on the volume; Yield=no does not", step_h)
     r.step("f: dpkg --purge while hydrating: nothing left", step_f)
     return r
 
