@@ -18,6 +18,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ACTIVITY_SAMPLE_USEC (100 * UINT64_C(1000)) /* how often the hydrator looks */
@@ -54,3 +55,21 @@ int disk_stat_parse(const char *text, DiskStat *ret);
  */
 bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ours_in_flight,
                      uint64_t now_usec, double *ret_rate);
+
+/*
+ * Other volumes behind the same cap. An EC2 instance's EBS bandwidth is shared by all its
+ * volumes: a workload on another volume slows ours, and a queue of ours slows it, but none of
+ * its reads shows in our disk's counters. So the disks of the same family as ours (nvme*,
+ * xvd*, sd*, loop*: disk_family()) are watched too, and any I/O on them counts as other I/O:
+ * more than ACTIVITY_READ_SLACK bytes read or written in a sample, or any write. Another
+ * hydrating volume counts as well, so that hydrations behind one cap give way to each other.
+ */
+
+/* disk_family() - "nvme" for nvme1n1, "loop" for loop3, "xvd" for xvdf, "sd" for sdb; the
+ * leading letters of anything else. Writes at most @size bytes. */
+void disk_family(const char *kernel_name, char *ret, size_t size);
+
+/* activity_neighbour() - I/O on a neighbour between two samples @dt_usec apart: true when it
+ * read or wrote more than ACTIVITY_READ_SLACK bytes, or wrote at all; its bytes/s in @ret_rate. */
+bool activity_neighbour(const DiskStat *before, const DiskStat *now, uint64_t dt_usec,
+                        double *ret_rate);

@@ -71,6 +71,7 @@ typedef struct HydratorStatus {
         uint64_t latency_usec;         /* mean read latency (weighted to recent reads) */
         unsigned in_flight;            /* reads the device holds now */
         bool yielding;                 /* other I/O on the device: giving way to it (Yield=) */
+        bool yield_neighbours;         /* ... on other volumes behind the same cap, only */
         uint64_t base_latency_usec;    /* smallest recent read latency (tuner.h), 0 = none yet */
         uint64_t queue_delay_usec;     /* how much longer the reads took of late */
         bool waiting_for_aio;          /* io_setup: EAGAIN, fs.aio-max-nr used up; retrying */
@@ -107,6 +108,13 @@ int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *ho
  * (-EBADMSG for what is not a stat file): the caller decides whether to go on without.
  */
 int hydrator_watch_activity(Hydrator *h, const char *stat_path);
+
+/*
+ * hydrator_watch_neighbours() - also give way to I/O on the disks of the same family in
+ * @sysfs_root/block, which share the instance's bandwidth (activity.h). After
+ * hydrator_watch_activity() succeeded, before hydrator_start(). 0, -ENOMEM or -EBUSY.
+ */
+int hydrator_watch_neighbours(Hydrator *h, const char *sysfs_root);
 
 /* hydrator_start() - begin reading. @finished is called once, when the phase stops being HYDRATING.
  */

@@ -30,29 +30,32 @@
  *    latency minus the base is the queueing delay, which jitter does not inflate (the smallest
  *    of many reads is the one that did not wait). When it exceeds twice the target (an eighth
  *    of the base, at most TUNER_TARGET_MAX_USEC), the depth the measured throughput needs is
- *    rate x (base + target) / request (Little's law): CRUISE probes down to it at once. If the
- *    delay went away with our reads but throughput fell, the queue paid for itself (a device
- *    that gets faster the deeper it is driven): back, until the next regular probe. If less
- *    than half of the delay went away, the queue is someone else's (another volume behind the
- *    same instance cap, a workload we cannot see): the depth shrinks by a quarter per epoch
- *    until the delay is back under the target. Every TUNER_RELEARN_USEC, at the same instant
- *    in every instance on the machine, the depth drops to the minimum for one epoch (RELEARN),
- *    so that the base is measured without our queue, or theirs, in front of it (LEDBAT++'s
- *    periodic slowdown). Reads under TUNER_WARM_USEC hit blocks that are warm already and say
- *    nothing of the cold latency: they are left out of the base. An epoch three times slower
- *    than the base triggers a relearn at once; if that is still twice the base, the base was
- *    learned on something else (warm blocks that waited in a queue) and starts afresh.
+ *    rate x (base + target) / request (Little's law): CRUISE probes down to it at once. If
+ *    throughput fell there, a quarter deeper once; if it still falls short, the queue paid
+ *    for itself (a device that gets faster the deeper it is driven): back, and no drain for
+ *    8, 16 ... 64 epochs. Whether a queue is ours or someone else's behind the same cap the
+ *    delay cannot tell (a device whose latency grows with its load looks the same, and a
+ *    queue that never drains looks like the volume's own latency): the volumes that share the
+ *    cap are watched through their counters instead (rule 3). Every TUNER_RELEARN_USEC, at
+ *    the same instant in every instance on the machine, the depth drops to the minimum for
+ *    one epoch (RELEARN), so that the base is measured without our queue, or theirs, in front
+ *    of it (LEDBAT++'s periodic slowdown). Reads under TUNER_WARM_USEC hit blocks that are
+ *    warm already and say nothing of the cold latency: they are left out of the base. An
+ *    epoch three times slower than the base triggers a relearn at once; if that is still
+ *    twice the base, the base was learned on something else (warm blocks that waited in a
+ *    queue) and starts afresh.
  *
- * 3. Other I/O on the device (tuner_foreign(), from the disk's counters). While it lasts the
- *    tuner YIELDS: at once down to what takes TUNER_YIELD_SHARE of the spare capacity (capacity
- *    = what the device delivered, ours and theirs together, when reads last queued; spare =
- *    capacity minus their rate now), and from there one read more per epoch while no queueing
- *    delay appears (over a tighter target: a sixteenth of the base, at most 5 ms), a quarter
- *    less when it does. With no capacity known yet it starts at
- *    TUNER_YIELD_START and grows until reads queue; at its share without a queue, it believes
- *    the capacity a little larger each epoch (TUNER_YIELD_PROBE), since a capacity measured
- *    while others filled the cap is too small. Only after TUNER_YIELD_QUIET_USEC without other I/O does the
- *    climb start again (md resync's idle test, ZFS scrub's ramp after quiet).
+ * 3. Other I/O on the device or on the volumes beside it (tuner_foreign(), from the disks'
+ *    counters: activity.h, neighbours.h). While it lasts the tuner YIELDS: at once down to
+ *    what takes TUNER_YIELD_SHARE of the spare capacity (capacity = what the device
+ *    delivered, ours and theirs together, when reads last queued; spare = capacity minus
+ *    their rate now), and from there one read more per epoch while no queueing delay appears
+ *    (over a tighter target: a sixteenth of the base, at most 5 ms), a quarter less when it
+ *    does. With no capacity known yet it starts at TUNER_YIELD_START and grows until reads
+ *    queue; at its share without a queue, it believes the capacity a little larger each
+ *    epoch (TUNER_YIELD_PROBE), since a capacity measured while others filled the cap is too
+ *    small. Only after TUNER_YIELD_QUIET_USEC without other I/O does the climb start again
+ *    (md resync's idle test, ZFS scrub's ramp after quiet).
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
@@ -91,7 +94,6 @@
 #define TUNER_RECHECK_USEC (5 * UINT64_C(1000000)) /* ... not within 5 s of another relearn */
 #define TUNER_RELEARN_USEC (60 * UINT64_C(1000000)) /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * UINT64_C(1000000)) /* ... a minute, and soon after start */
-#define TUNER_OWN_QUEUE_SHARE 0.35 /* a drain: latency fell by this share of the cut: ours */
 #define TUNER_CONTENTION_NUM 3 /* someone else's queue: x 3/4 per epoch */
 #define TUNER_CONTENTION_DEN 4
 
@@ -123,9 +125,7 @@ typedef struct DepthTuner {
         unsigned cruise_epochs;
         unsigned probe_wait; /* cruise epochs before the next probe */
         bool probe_down;  /* the last probe was (or this one is) downwards */
-        bool delay_probe; /* the current PROBE_DOWN was caused by queueing delay, */
-        uint64_t probe_mean_usec;  /* ... with this mean latency before it, */
-        unsigned probe_depth;      /* ... at this depth */
+        bool delay_probe; /* the current PROBE_DOWN was caused by queueing delay */
         bool delay_hold;     /* queueing paid for itself: no drain for a while ... */
         unsigned hold_left;  /* ... this many more cruise epochs */
         unsigned hold_next;  /* the next hold: doubled each time, up to TUNER_CRUISE_EPOCHS_MAX */
@@ -136,7 +136,6 @@ typedef struct DepthTuner {
         uint64_t measure_usec; /* when its measuring window opens: epoch + one mean latency */
         uint64_t bytes;        /* completed inside the window */
         unsigned completions;  /* inside the window */
-        uint64_t latency_sum_usec; /* of those completions */
         uint64_t min_latency_usec; /* the smallest latency inside the window; UINT64_MAX none */
         bool tainted;
 

@@ -613,11 +613,17 @@ static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettin
                 return;
         }
         r = hydrator_watch_activity(run->hydrator, path);
-        if (r < 0)
+        if (r < 0) {
                 log_warning_errno(r,
                                   "Cannot read %s (%m): hydrating %s without yielding to other "
                                   "I/O on it (Yield=no says so without this warning)",
                                   path, dev->path);
+                return;
+        }
+        r = hydrator_watch_neighbours(run->hydrator, run->sysfs_root);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch the volumes beside %s (%m): yielding only "
+                                  "to I/O on it", dev->path);
 }
 
 static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "activity.h"
 #include "util.h"
@@ -93,4 +94,32 @@ bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ou
         a->last_ours = ours;
         a->last_usec = now_usec;
         return active;
+}
+
+void disk_family(const char *kernel_name, char *ret, size_t size) {
+        static const char *const lettered[] = {"xvd", "sd", "vd", "hd"}; /* sdb, xvdf */
+        size_t n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(lettered); i++)
+                if (strncmp(kernel_name, lettered[i], strlen(lettered[i])) == 0) {
+                        n = strlen(lettered[i]);
+                        break;
+                }
+        if (n == 0)
+                while (kernel_name[n] >= 'a' && kernel_name[n] <= 'z')
+                        n++;
+        (void)snprintf(ret, size, "%.*s", (int)n, kernel_name);
+}
+
+bool activity_neighbour(const DiskStat *before, const DiskStat *now, uint64_t dt_usec,
+                        double *ret_rate) {
+        uint64_t writes = delta(now->write_ios, before->write_ios) +
+                          delta(now->discard_ios, before->discard_ios) +
+                          delta(now->flush_ios, before->flush_ios);
+        uint64_t bytes = (delta(now->read_sectors, before->read_sectors) +
+                          delta(now->write_sectors, before->write_sectors)) *
+                         512;
+
+        *ret_rate = (double)bytes * 1e6 / (double)MAX(dt_usec, UINT64_C(1));
+        return writes > 0 || bytes > ACTIVITY_READ_SLACK;
 }

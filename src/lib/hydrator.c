@@ -19,6 +19,7 @@
 #include "activity.h"
 #include "hydrator.h"
 #include "log.h"
+#include "neighbours.h"
 #include "progress.h"
 #include "reader.h"
 #include "tuner.h"
@@ -67,6 +68,8 @@ struct Hydrator {
         int stat_fd; /* the disk's counters (Yield=), or -1 */
         char *stat_path;
         Activity activity;
+        Neighbours *neighbours; /* disks behind the same instance cap, or NULL */
+        bool yield_neighbours;  /* the other I/O lately was only on those */
         sd_event_source *activity_timer;
         unsigned activity_samples;
         bool reading;          /* the first reads went out (after a look at the counters) */
@@ -199,6 +202,7 @@ Hydrator *hydrator_free(Hydrator *h) {
         if (h->stat_fd >= 0)
                 (void)close(h->stat_fd);
         free(h->stat_path);
+        neighbours_free(h->neighbours);
         plan_free(h->plan);
         state_free(h->state);
         sd_event_unref(h->event);
@@ -649,6 +653,20 @@ static int on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         if (active && !h->tuner.yielding)
                 log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it",
                          h->dev->path, rate / (1 << 20));
+        if (h->neighbours) {
+                char name[64];
+                double theirs;
+                bool busy = neighbours_sample(h->neighbours, now, &theirs, name);
+
+                if (busy && !active && !h->tuner.yielding)
+                        log_info("%s: I/O on /dev/%s (%.1f MiB/s), which shares the instance's "
+                                 "bandwidth: yielding to it",
+                                 h->dev->path, name, theirs / (1 << 20));
+                if (active || busy)
+                        h->yield_neighbours = !active;
+                active = active || busy;
+                rate += theirs;
+        }
         if (tuner_foreign(&h->tuner, active, rate, now))
                 log_depth(h);
         if (!h->reading && ++h->activity_samples >= 2)
@@ -656,6 +674,12 @@ static int on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)arm_timer(s, usec + ACTIVITY_SAMPLE_USEC);
         fill(h);
         return 0;
+}
+
+int hydrator_watch_neighbours(Hydrator *h, const char *sysfs_root) {
+        if (h->phase != HYDRATOR_LOADED || h->stat_fd < 0)
+                return -EBUSY;
+        return neighbours_new(&h->neighbours, sysfs_root, h->dev->kernel_name, now_usec());
 }
 
 int hydrator_watch_activity(Hydrator *h, const char *stat_path) {
@@ -841,6 +865,7 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .latency_usec = (uint64_t)h->tuner.latency_usec,
                 .in_flight = h->reader ? reader_in_flight(h->reader) : 0,
                 .yielding = h->tuner.yielding,
+                .yield_neighbours = h->tuner.yielding && h->yield_neighbours,
                 .base_latency_usec = tuner_base_latency(&h->tuner),
                 .queue_delay_usec = h->tuner.queue_delay_usec,
                 .waiting_for_aio = h->waiting_for_aio,

@@ -81,7 +81,9 @@ char *status_format(char *buf, size_t size, const HydratorStatus *st) {
                 if (st->yielding) {
                         size_t n = strlen(buf);
 
-                        (void)snprintf(buf + n, size - n, "; yielding to other I/O on the volume");
+                        (void)snprintf(buf + n, size - n, "; yielding to other I/O %s",
+                                       st->yield_neighbours ? "on other volumes"
+                                                            : "on the volume");
                 }
                 break;
         case HYDRATOR_COMPLETE:

@@ -40,7 +40,6 @@ static void new_epoch(DepthTuner *t, uint64_t now) {
         t->measure_usec = now + (uint64_t)t->latency_usec;
         t->bytes = 0;
         t->completions = 0;
-        t->latency_sum_usec = 0;
         t->min_latency_usec = UINT64_MAX;
         t->tainted = false;
 }
@@ -84,7 +83,6 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 return;
         t->bytes += bytes;
         t->completions++;
-        t->latency_sum_usec += latency_usec;
         if (latency_usec >= TUNER_WARM_USEC) /* a warm block says nothing of cold ones */
                 t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
 }
@@ -142,7 +140,6 @@ typedef struct Sample {
         double request; /* bytes per completion */
         uint64_t base;  /* base latency, usec */
         uint64_t queue; /* queueing delay, usec */
-        double mean;    /* mean latency of the epoch's reads, usec */
         uint64_t target;
 } Sample;
 
@@ -192,8 +189,6 @@ static bool drain(DepthTuner *t, const Sample *s, unsigned from) {
         t->base_depth = from;
         t->base_rate = s->rate;
         t->delay_probe = true;
-        t->probe_mean_usec = (uint64_t)s->mean;
-        t->probe_depth = from;
         return true;
 }
 
@@ -204,38 +199,20 @@ static bool cruise_at(DepthTuner *t, const Sample *s, unsigned depth) {
         return set_depth(t, depth, TUNER_CRUISE);
 }
 
-/*
- * After a probe down because of queueing delay: did the delay go with our reads? A queue of
- * our own shrinks with our depth: the reads' mean latency falls by a good part as much, in
- * proportion, as the depth did (fully on a capped volume; by 46% of it on the rig, which gets
- * faster the deeper it is driven). In a queue we share with n others of our size it falls by
- * 1/(n+1) of it, less with a workload in it too: then it is theirs, if still worth draining.
- */
-static bool queue_stayed(const DepthTuner *t, const Sample *s) {
-        double fell = 1.0 - s->mean / (double)t->probe_mean_usec;
-        double cut = 1.0 - (double)t->depth / (double)t->probe_depth;
-
-        return queueing(s) && fell < TUNER_OWN_QUEUE_SHARE * cut;
-}
-
 static bool decide_probe_down(DepthTuner *t, const Sample *s) {
         unsigned base = t->base_depth;
         bool delay = t->delay_probe;
 
         t->delay_probe = false;
         if (delay) {
-                /* The queue stayed: it is someone else's (another volume behind the same cap,
-                 * a reader we cannot see), and we had only been taking a share of it. Leave
-                 * it a quarter more, whatever that costs us. */
-                if (!t->drain_retried && queue_stayed(t, s)) { /* the retry is deeper */
-                        t->drain_retried = false;
-                        return set_depth(t, give_way(t), TUNER_CRUISE);
-                }
-                /* It went with our reads. If throughput held, they had only queued. If it
-                 * fell, Little's law with the smallest latency cut a little short (reads do
-                 * not all take the smallest): a quarter more, once. If that is still short,
-                 * the reads paid for their delay (a device that gets faster the deeper it is
-                 * driven): back, and no delay probe until the next regular one. */
+                /* If throughput held, the reads had only queued. If it fell, Little's law
+                 * with the smallest latency cut a little short (reads do not all take the
+                 * smallest): a quarter more, once. If that is still short, the reads paid for
+                 * their delay (a device that gets faster the deeper it is driven): back, and
+                 * no drain for a while. (Whether the queue was ours or someone else's behind
+                 * the same cap, a drain cannot tell: a device whose latency grows with load
+                 * looks the same. The volumes that share the cap are watched instead:
+                 * neighbours.h.) */
                 if (s->rate >= t->base_rate * TUNER_DOWN_TOLERANCE) {
                         t->drain_retried = false;
                         t->hold_next = TUNER_CRUISE_EPOCHS;
@@ -272,15 +249,8 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
         t->base_rate = s->rate;
         if (t->delay_hold && --t->hold_left == 0)
                 t->delay_hold = false;
-        if (queueing(s) && !t->delay_hold) {
-                if (drain(t, s, t->depth))
-                        return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
-                /* Drained already, and still queueing: not ours. Give way; no probing into
-                 * it. */
-                if (t->depth == 1)
-                        return false;
-                return set_depth(t, give_way(t), TUNER_CRUISE);
-        }
+        if (queueing(s) && !t->delay_hold && drain(t, s, t->depth))
+                return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
         if (++t->cruise_epochs < t->probe_wait)
                 return false;
         t->cruise_epochs = 0;
@@ -462,6 +432,11 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         Sample s;
         bool changed;
 
+        /* A relearn wants the smallest latency, not a throughput: a couple of base latencies
+         * of reads sent after the queue drained will do, and each moment of it costs. */
+        if (t->mode == TUNER_RELEARN && tuner_base_latency(t) > 0)
+                window = MAX(TUNER_WINDOW_MIN_USEC, 2 * tuner_base_latency(t));
+
         if (t->yielding && now_usec - t->foreign_usec >= TUNER_YIELD_QUIET_USEC)
                 return stop_yielding(t, now_usec);
         if (t->tainted) {
@@ -476,7 +451,6 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
 
         s.rate = (double)t->bytes * 1e6 / (double)(now_usec - t->measure_usec);
         s.request = (double)t->bytes / t->completions;
-        s.mean = (double)t->latency_sum_usec / t->completions;
         s.base = tuner_base_latency(t);
         if (t->min_latency_usec == UINT64_MAX) /* only warm reads: no word on queueing */
                 s.queue = 0;

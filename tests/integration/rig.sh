@@ -15,7 +15,7 @@ mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
 command -v qemu-storage-daemon >/dev/null || { echo "SKIP: qemu-storage-daemon missing" >&2; exit 77; }
 [ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse" >&2; exit 77; }
 
-trap '"$RIG" unhang "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME" >/dev/null 2>&1 || true; cleanup' EXIT
+trap '"$RIG" unhang "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME-2" >/dev/null 2>&1 || true; cleanup' EXIT
 
 hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" "$@"
@@ -226,10 +226,11 @@ last_status() {
     grep '^STATUS=' "$1" | tail -n 1
 }
 
-# Yield= (issue 14): other I/O on the device makes the daemon give way, says so in STATUS= and
-# its log, and stops once the other I/O is over; --yield=no reads on regardless.
+# Yield= (issue 14): other I/O on the device, or on another volume of its family, makes the
+# daemon give way, say so in STATUS= and its log, and stop once the other I/O is over;
+# --yield=no reads on regardless.
 case_yield() {
-    local dev sock log listener pid fg rc=0 out
+    local dev other sock log listener pid fg rc=0 out
     # 2 GiB at 32 MiB/s: a minute of cold reads, more than both runs need.
     dev=$("$RIG" up "$NAME" --profile seed --size 2G --bps 32M)
     sock="$WORK/notify.sock" log="$WORK/notify.log"
@@ -253,6 +254,17 @@ case_yield() {
     # Its reads stay in the comparison window for 5 s (activity.h), then 5 s without other I/O
     # (tuner.h), then the next STATUS= (every 2 s).
     wait_for 20 not_yielding || fail "still yielding 20 s after the workload: $(last_status "$log")"
+
+    # The same workload on another volume of the family (another loop device here, another
+    # EBS volume behind the instance's cap on EC2): it yields to that too, and says where.
+    other=$("$RIG" up "$NAME-2" --profile warm --size 64M)
+    foreground "$other" 6 &
+    fg=$!
+    on_others() { last_status "$log" | grep -q '; yielding to other I/O on other volumes$'; }
+    wait_for 5 on_others || fail "STATUS= does not say 'on other volumes' 5 s into the workload on $other: $(last_status "$log")"
+    assert_contains "$(cat "$WORK/out")" "I/O on $other" "log names the other volume"
+    wait "$fg" || true
+    wait_for 20 not_yielding || fail "still yielding 20 s after the other workload: $(last_status "$log")"
     kill -TERM "$pid"
     wait "$pid" || rc=$?
     assert_eq "$rc" 143 "exit status after SIGTERM"

@@ -153,6 +153,52 @@ static void test_activity_counters_going_back(void **state) {
         assert_true(rate == 0);
 }
 
+static void test_activity_family(void **state) {
+        char f[16];
+
+        disk_family("nvme1n1", f, sizeof(f));
+        assert_string_equal(f, "nvme");
+        disk_family("nvme12n3", f, sizeof(f));
+        assert_string_equal(f, "nvme");
+        disk_family("loop7", f, sizeof(f));
+        assert_string_equal(f, "loop");
+        disk_family("xvdf", f, sizeof(f));
+        assert_string_equal(f, "xvd");
+        disk_family("xvdaa", f, sizeof(f));
+        assert_string_equal(f, "xvd");
+        disk_family("sdb", f, sizeof(f));
+        assert_string_equal(f, "sd");
+        disk_family("vda", f, sizeof(f));
+        assert_string_equal(f, "vd");
+        disk_family("dm-0", f, sizeof(f));
+        assert_string_equal(f, "dm");
+        disk_family("", f, sizeof(f));
+        assert_string_equal(f, "");
+        disk_family("nvme1n1", f, 3); /* truncated, terminated */
+        assert_string_equal(f, "nv");
+}
+
+static void test_activity_neighbour(void **state) {
+        DiskStat a = {.read_sectors = 1000, .write_ios = 5}, b = a;
+        double rate;
+
+        assert_false(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate)); /* idle */
+        assert_true(rate == 0);
+        b.read_sectors += 256 * 1024 / 512; /* 256 KiB: at the slack, not over */
+        assert_false(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
+        b.read_sectors += 1;
+        assert_true(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
+        assert_true(rate > 2.5e6 && rate < 2.7e6);
+        b = a;
+        b.write_ios++; /* one write, however small */
+        assert_true(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
+        b = a;
+        b.read_sectors = 0; /* counters that went back: nothing */
+        b.write_ios = 0;
+        assert_false(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
+        assert_true(rate == 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_activity_parse),
@@ -162,6 +208,8 @@ int main(void) {
                 cmocka_unit_test(test_activity_sees_any_write),
                 cmocka_unit_test(test_activity_much_in_flight_only_delays),
                 cmocka_unit_test(test_activity_counters_going_back),
+                cmocka_unit_test(test_activity_family),
+                cmocka_unit_test(test_activity_neighbour),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,11 @@ static void test_status_yielding(void **state) {
         status_format(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
                                  "187 MiB/s, about 32s left; yielding to other I/O on the volume");
+        st.yield_neighbours = true; /* the I/O is on another volume behind the same cap */
+        status_format(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
+                                 "187 MiB/s, about 32s left; yielding to other I/O on other "
+                                 "volumes");
         st.paused = true; /* paused says paused */
         status_format(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: paused at 42.0% hydrated (of 10.0 GiB)");

@@ -42,6 +42,8 @@ typedef struct Device {
         double jitter;         /* each read's latency is up to this fraction longer */
         double foreground;     /* bytes/s of a workload behind the same cap */
         bool visible[MAX_TUNERS]; /* the workload is on tuner i's device: its counters show it */
+        bool neighbours;          /* each tuner sees the others' and the workload's I/O on the
+                                   * volumes beside it (neighbours.h) */
 } Device;
 
 typedef struct Run {
@@ -109,7 +111,13 @@ static Run drive_all(DepthTuner **t, unsigned n, const Device *v, uint64_t *now,
                 run.queue_max = MAX(run.queue_max, queue[k]);
                 depth_sum += t[0]->depth;
                 for (unsigned i = 0; i < n; i++) {
-                        if (*now % SAMPLE == 0)
+                        if (*now % SAMPLE == 0 && v->neighbours) {
+                                double others = v->foreground;
+
+                                for (unsigned j = 0; j < n; j++)
+                                        others += j == i ? 0 : rate[j];
+                                (void)tuner_foreign(t[i], others > 0, others, *now);
+                        } else if (*now % SAMPLE == 0)
                                 (void)tuner_foreign(t[i], v->visible[i] && v->foreground > 0,
                                                     v->foreground, *now);
                         carry[i] += rate[i] * (double)STEP / 1e6;
@@ -198,8 +206,8 @@ static void test_tuner_gp3_holds_the_queue_short(void **state) {
 
         tuner_init(&t, 4, 32, 256, now);
         (void)drive(&t, &v, &now, 10 * SEC);
-        assert_in_range(t.depth, 11, 14); /* within ten seconds (after the first relearn) */
-        (void)drive(&t, &v, &now, 10 * SEC);
+        run = drive(&t, &v, &now, 10 * SEC); /* within ten seconds (after the first relearn) */
+        assert_in_range((unsigned)run.depth, 10, 15);
         run = drive(&t, &v, &now, 60 * SEC);
         assert_in_range((unsigned)run.depth, 10, 14);
         assert_true(run.rate[0] >= 0.95 * 125.0 * MiB);
@@ -391,9 +399,9 @@ static void test_tuner_fixed_depth_yields_too(void **state) {
 
 static void test_tuner_shared_cap_yields_to_each_other(void **state) {
         /* An instance's EBS bandwidth (125 MiB/s) behind three hydrating volumes and a
-         * database on a fourth: none of the tuners can see the database's reads, only the
-         * queue they all share. */
-        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+         * database on a fourth. Each tuner sees the I/O of the other volumes in their
+         * counters (neighbours.h), the others' hydration as much as the database. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .neighbours = true};
         const double spare = 125.0 * MiB - FOREGROUND;
         DepthTuner a, b, c, *all[] = {&a, &b, &c};
         uint64_t now = 0;
@@ -404,39 +412,51 @@ static void test_tuner_shared_cap_yields_to_each_other(void **state) {
         tuner_init(&c, 4, 32, 256, now);
         (void)drive_all(all, 3, &v, &now, 90 * SEC);
         run = drive_all(all, 3, &v, &now, 30 * SEC);
-        assert_true(run.total >= 0.95 * 125.0 * MiB); /* together, the whole cap */
-        assert_true(run.queue_mean <= 35.0 * MSEC);    /* and a short queue: 830 ms at 3 x 32 */
+        /* Yielding to each other, they leave some of the cap unused, and hardly queue (three
+         * readers of 32 would hold 830 ms). */
+        assert_true(run.total >= 0.75 * 125.0 * MiB);
+        assert_true(run.queue_mean <= 5.0 * MSEC);
 
         v.foreground = FOREGROUND; /* the database on the fourth volume */
         (void)drive_all(all, 3, &v, &now, 20 * SEC);
         run = drive_all(all, 3, &v, &now, 60 * SEC);
-        /* Three readers that kept 32 reads each would hold 830 ms of queue. These hold a few
-         * reads each, and one 1 MiB read is 10.7 ms of the queue at what the database leaves
-         * (94 MiB/s): the queue stays within a few reads (the issue's 10 ms is not reached
-         * here: see tuner.h on why a queue we share is hard to tell from our own). */
-        assert_true(run.queue_mean <= 45.0 * MSEC);
-        assert_true(run.queue_p999 <= 75.0 * MSEC);
-        assert_true(run.total >= 0.95 * spare);
+        /* The database's reads hardly wait (the issue: p99.9 within 10 ms) and the three
+         * still get most of what it leaves. */
+        assert_true(run.queue_mean <= 5.0 * MSEC);
+        assert_true(run.queue_p999 <= 10.0 * MSEC);
+        assert_true(run.total >= 0.6 * spare);
         for (unsigned i = 0; i < 3; i++) /* and no volume starves */
                 assert_true(run.rate[i] >= run.total / 6);
 }
 
 static void test_tuner_gives_way_to_a_greedy_reader(void **state) {
         /* Behind the same cap as a reader that starts keeping 32 reads in flight whatever
-         * happens (the AWS fio command on another volume): the queue is not ours, so we leave
-         * it. (As for any delay-based scavenger, this needs a base measured before the queue
-         * was there: a queue that never drains looks like the volume's own latency.) */
+         * happens (the AWS fio command on another volume). Its queue alone cannot tell us: a
+         * queue that never drains looks like the volume's own latency to any delay-based
+         * scavenger (LEDBAT's latecomer problem). Its volume's counters can (neighbours.h):
+         * fed as other I/O, we give way. */
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t, fio, *both[] = {&t, &fio};
         uint64_t now = 0;
+        double ours = 0, total = 0;
         Run run;
 
         tuner_init(&t, 4, 32, 256, now);
         (void)drive(&t, &v, &now, 20 * SEC);
         tuner_fixed(&fio, 32, now);
-        (void)drive_all(both, 2, &v, &now, 20 * SEC);
-        run = drive_all(both, 2, &v, &now, 30 * SEC);
-        assert_true(run.rate[0] <= 0.2 * run.total);
+        for (unsigned i = 0; i < 600; i++) { /* 60 s in samples of 100 ms; the last 10 count */
+                double rate[2];
+
+                (void)device_step(&v, both, 2, rate);
+                (void)tuner_foreign(&t, true, rate[1], now);
+                run = drive_all(both, 2, &v, &now, SAMPLE);
+                if (i >= 500) {
+                        ours += run.rate[0];
+                        total += run.total;
+                }
+        }
+        assert_true(t.yielding);
+        assert_true(ours <= 0.25 * total);
 }
 
 /* ---- mechanics ---- */
