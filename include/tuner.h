@@ -89,6 +89,7 @@
 #define TUNER_BASE_BUCKETS 6                         /* base latency: minimum of 6 ... */
 #define TUNER_BASE_BUCKET_USEC (10 * UINT64_C(1000000)) /* ... 10 s periods: 1 min of history */
 #define TUNER_WARM_USEC (20 * UINT64_C(1000)) /* faster reads hit warm blocks: not the base */
+#define TUNER_WARM_SHARE_DEN 10 /* an epoch with over a tenth warm reads decides no depth */
 #define TUNER_SUSPECT_FACTOR 3  /* an epoch this many times slower than the base: relearn now */
 #define TUNER_NEW_BASE_FACTOR 2 /* ... and if the relearn epoch is this much slower, new base */
 #define TUNER_RECHECK_USEC (5 * UINT64_C(1000000)) /* ... not within 5 s of another relearn */
@@ -136,6 +137,7 @@ typedef struct DepthTuner {
         uint64_t measure_usec; /* when its measuring window opens: epoch + one mean latency */
         uint64_t bytes;        /* completed inside the window */
         unsigned completions;  /* inside the window */
+        unsigned warm_completions; /* ... of which under TUNER_WARM_USEC */
         uint64_t min_latency_usec; /* the smallest latency inside the window; UINT64_MAX none */
         bool tainted;
 

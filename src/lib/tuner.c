@@ -40,6 +40,7 @@ static void new_epoch(DepthTuner *t, uint64_t now) {
         t->measure_usec = now + (uint64_t)t->latency_usec;
         t->bytes = 0;
         t->completions = 0;
+        t->warm_completions = 0;
         t->min_latency_usec = UINT64_MAX;
         t->tainted = false;
 }
@@ -85,6 +86,8 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
         t->completions++;
         if (latency_usec >= TUNER_WARM_USEC) /* a warm block says nothing of cold ones */
                 t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
+        else
+                t->warm_completions++;
 }
 
 void tuner_taint(DepthTuner *t, uint64_t now_usec) {
@@ -146,7 +149,7 @@ typedef struct Sample {
 /* Reads in flight that carry @rate at the base latency plus the target (Little's law). Below the
  * climb's minimum if need be: a queue is a queue, however few reads we have in it. */
 static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
-        double d = rate * (double)(s->base + s->target) / 1e6 / s->request;
+        double d = rate * (double)(s->base + 2 * s->target) / 1e6 / s->request;
 
         return clamp_yield(t, (uint64_t)(d + 0.5));
 }
@@ -154,7 +157,7 @@ static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
 /* Twice the target: worth draining. Between the two the depth stays (a whole number of reads
  * rarely lands on the target, and a few milliseconds of jitter are no reason to act). */
 static bool queueing(const Sample *s) {
-        return s->queue > 2 * s->target;
+        return s->queue > 3 * s->target;
 }
 
 /* ---- the climb ---- */
@@ -479,6 +482,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                 changed = decide_yield(t, &s);
         else if (t->fixed)
                 changed = false;
+        else if (t->warm_completions * TUNER_WARM_SHARE_DEN > t->completions)
+                changed = false; /* blocks warm already (a resumed run): nothing to climb on */
         else {
                 changed = decide(t, &s);
                 if (!changed)
