@@ -149,7 +149,7 @@ typedef struct Sample {
 /* Reads in flight that carry @rate at the base latency plus the target (Little's law). Below the
  * climb's minimum if need be: a queue is a queue, however few reads we have in it. */
 static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
-        double d = rate * (double)(s->base + 2 * s->target) / 1e6 / s->request;
+        double d = rate * (double)(s->base + s->target) / 1e6 / s->request;
 
         return clamp_yield(t, (uint64_t)(d + 0.5));
 }
@@ -157,7 +157,7 @@ static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
 /* Twice the target: worth draining. Between the two the depth stays (a whole number of reads
  * rarely lands on the target, and a few milliseconds of jitter are no reason to act). */
 static bool queueing(const Sample *s) {
-        return s->queue > 3 * s->target;
+        return s->queue > 2 * s->target;
 }
 
 /* ---- the climb ---- */
