@@ -260,7 +260,8 @@ case_bad_usage() {
     out=$(EBS_HYDRATE_LOG_LEVEL=loud expect_exit 0 "unknown log level" hydrate --state-key=ll \
         --queue-depth=auto "$dev")
     assert_contains "$out" "Ignoring EBS_HYDRATE_LOG_LEVEL=loud" "unknown log level"
-    assert_contains "$out" "queue depth auto (4 to 16)" "--queue-depth=auto (16 MiB floor)"
+    # A 64 MiB device gets the whole range: the depth has no bound by volume size (issue 14).
+    assert_contains "$out" "queue depth auto (4 to 256)" "--queue-depth=auto on a small device"
     # err hides the info lines.
     out=$(EBS_HYDRATE_LOG_LEVEL=err expect_exit 0 "log level err" hydrate --state-key=ll2 "$dev")
     assert_not_contains "$out" "Hydrating" "EBS_HYDRATE_LOG_LEVEL=err"
