@@ -95,7 +95,7 @@
 #define TUNER_RECHECK_USEC (5 * UINT64_C(1000000)) /* ... not within 5 s of another relearn */
 #define TUNER_RELEARN_USEC (60 * UINT64_C(1000000)) /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * UINT64_C(1000000)) /* ... a minute, and soon after start */
-#define TUNER_CONTENTION_NUM 3 /* someone else's queue: x 3/4 per epoch */
+#define TUNER_CONTENTION_NUM 3 /* yielding, and reads queue: x 3/4 per epoch */
 #define TUNER_CONTENTION_DEN 4
 
 #define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */

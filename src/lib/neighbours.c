@@ -76,7 +76,7 @@ static void add(Neighbours *n, const char *name, uint64_t now) {
                 (void)close(fd);
                 return;
         }
-        snprintf(x->name, sizeof(x->name), "%s", name);
+        snprintf(x->name, sizeof(x->name), "%.*s", (int)sizeof(x->name) - 1, name);
         n->n++;
 }
 
