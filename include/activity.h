@@ -46,6 +46,9 @@ typedef struct Activity {
 
 /* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */
 int disk_stat_parse(const char *text, DiskStat *ret);
+/* disk_stat_read() - read and parse the stat file open as @fd (pread from 0, so it can be read
+ * again). 0, -errno of the read (ESPIPE for a FIFO), or -EBADMSG for what is not a stat line. */
+int disk_stat_read(int fd, DiskStat *ret);
 
 /*
  * activity_sample() - compare the disk's counters @st with @ours (bytes of our reads that

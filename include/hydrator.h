@@ -72,8 +72,6 @@ typedef struct HydratorStatus {
         unsigned in_flight;            /* reads the device holds now */
         bool yielding;                 /* other I/O on the device: giving way to it (Yield=) */
         bool yield_neighbours;         /* ... on other volumes behind the same cap, only */
-        uint64_t base_latency_usec;    /* smallest recent read latency (tuner.h), 0 = none yet */
-        uint64_t queue_delay_usec;     /* how much longer the reads took of late */
         bool waiting_for_aio;          /* io_setup: EAGAIN, fs.aio-max-nr used up; retrying */
         bool unsaved;                  /* the last checkpoint could not be written */
         uint64_t stalled_usec;         /* > 0: no read completed for this long (stalled) */

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "activity.h"
 #include "util.h"
@@ -32,6 +33,18 @@ int disk_stat_parse(const char *text, DiskStat *ret) {
                 .flush_ios = f[15],
         };
         return 0;
+}
+
+int disk_stat_read(int fd, DiskStat *ret) {
+        char buf[512];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return -errno;
+        if ((size_t)n >= sizeof(buf) - 1) /* a stat line is under 200 bytes */
+                return -EBADMSG;
+        buf[n] = '\0';
+        return disk_stat_parse(buf, ret);
 }
 
 /* Counters only grow; one that went back (a device replaced under the same name) is a restart. */

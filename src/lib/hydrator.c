@@ -609,18 +609,6 @@ static void stop_watching(Hydrator *h, int error) {
         h->reading = true;
 }
 
-static int read_disk_stat(int fd, DiskStat *ret) {
-        char buf[512];
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-        if (n < 0)
-                return -errno;
-        if ((size_t)n >= sizeof(buf) - 1) /* a stat line is under 200 bytes */
-                return -EBADMSG;
-        buf[n] = '\0';
-        return disk_stat_parse(buf, ret);
-}
-
 /*
  * Every ACTIVITY_SAMPLE_USEC: our completions first (so that the disk's counters and ours
  * cover the same reads), then the counters; the tuner hears whether anyone else used the
@@ -639,7 +627,7 @@ static int on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
                 reader_poll(h->reader);
         if (h->phase != HYDRATOR_HYDRATING)
                 return 0;
-        r = read_disk_stat(h->stat_fd, &st);
+        r = disk_stat_read(h->stat_fd, &st);
         if (r < 0) {
                 stop_watching(h, r);
                 fill(h);
@@ -694,7 +682,7 @@ int hydrator_watch_activity(Hydrator *h, const char *stat_path) {
         h->stat_fd = open(stat_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (h->stat_fd < 0)
                 return -errno;
-        r = read_disk_stat(h->stat_fd, &st);
+        r = disk_stat_read(h->stat_fd, &st);
         if (r < 0) {
                 (void)close(h->stat_fd);
                 h->stat_fd = -1;
@@ -866,8 +854,6 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .in_flight = h->reader ? reader_in_flight(h->reader) : 0,
                 .yielding = h->tuner.yielding,
                 .yield_neighbours = h->tuner.yielding && h->yield_neighbours,
-                .base_latency_usec = tuner_base_latency(&h->tuner),
-                .queue_delay_usec = h->tuner.queue_delay_usec,
                 .waiting_for_aio = h->waiting_for_aio,
                 .unsaved = h->unsaved,
                 .stalled_usec = h->stalled ? now_usec() - h->last_completion_usec : 0,

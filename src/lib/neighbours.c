@@ -30,18 +30,6 @@ struct Neighbours {
         uint64_t scanned_usec;
 };
 
-static int read_stat(int fd, DiskStat *ret) {
-        char buf[512];
-        ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
-
-        if (k < 0)
-                return -errno;
-        if ((size_t)k >= sizeof(buf) - 1)
-                return -EBADMSG;
-        buf[k] = '\0';
-        return disk_stat_parse(buf, ret);
-}
-
 static bool known(const Neighbours *n, const char *name) {
         for (unsigned i = 0; i < n->n; i++)
                 if (streq_ptr(n->items[i].name, name))
@@ -72,7 +60,7 @@ static void add(Neighbours *n, const char *name, uint64_t now) {
                 return;
         x = &n->items[n->n];
         *x = (Neighbour){.fd = fd, .last_usec = now};
-        if (read_stat(fd, &x->last) < 0) {
+        if (disk_stat_read(fd, &x->last) < 0) {
                 (void)close(fd);
                 return;
         }
@@ -134,7 +122,7 @@ bool neighbours_sample(Neighbours *n, uint64_t now_usec, double *ret_rate, char 
                 DiskStat st;
                 double rate;
 
-                if (read_stat(x->fd, &st) < 0) { /* detached: its sysfs node is gone */
+                if (disk_stat_read(x->fd, &st) < 0) { /* detached: its sysfs node is gone */
                         drop(n, i);
                         continue;
                 }

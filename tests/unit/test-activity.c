@@ -3,6 +3,11 @@
  * Telling other I/O on the device from ours: the disk's counters against our completed reads.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,6 +158,41 @@ static void test_activity_counters_going_back(void **state) {
         assert_true(rate == 0);
 }
 
+static void test_activity_read(void **state) {
+        char dir[] = "/tmp/test-activity-XXXXXX", path[64], fifo[64];
+        DiskStat st;
+        FILE *f;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/stat", dir);
+        snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("1 2 3 4 5 6 7 8 9 10 11\n", f);
+        fclose(f);
+        fd = open(path, O_RDONLY);
+        assert_int_equal(disk_stat_read(fd, &st), 0); /* and again: pread from 0 */
+        assert_int_equal(disk_stat_read(fd, &st), 0);
+        assert_int_equal(st.read_sectors, 3);
+        close(fd);
+        f = fopen(path, "w"); /* longer than any stat line: not one */
+        for (int i = 0; i < 100; i++)
+                fputs("1234567890", f);
+        fclose(f);
+        fd = open(path, O_RDONLY);
+        assert_int_equal(disk_stat_read(fd, &st), -EBADMSG);
+        close(fd);
+        assert_int_equal(mkfifo(fifo, 0600), 0); /* a FIFO in its place: an error, no hang */
+        fd = open(fifo, O_RDONLY | O_NONBLOCK);
+        assert_true(fd >= 0);
+        assert_int_equal(disk_stat_read(fd, &st), -ESPIPE);
+        close(fd);
+        unlink(fifo);
+        unlink(path);
+        rmdir(dir);
+}
+
 static void test_activity_family(void **state) {
         char f[16];
 
@@ -208,6 +248,7 @@ int main(void) {
                 cmocka_unit_test(test_activity_sees_any_write),
                 cmocka_unit_test(test_activity_much_in_flight_only_delays),
                 cmocka_unit_test(test_activity_counters_going_back),
+                cmocka_unit_test(test_activity_read),
                 cmocka_unit_test(test_activity_family),
                 cmocka_unit_test(test_activity_neighbour),
         };
