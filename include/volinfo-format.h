@@ -13,8 +13,9 @@
 
 /*
  * volume_list_print_table() - one row per volume under a header line (unless !@legend):
- * VOLUME DEVICE MAPPING STATE HYDRATED SIZE RATE ETA ERRORS; "-" for what is unknown or does
- * not apply. An empty list prints "No volumes." (nothing without @legend).
+ * VOLUME DEVICE MAPPING STATE HYDRATED SIZE RATE ETA ERRORS PHASE; "-" for what is unknown or
+ * does not apply (HYDRATED, SIZE and ERRORS of a volume without figures too). An empty list
+ * prints "No volumes." (nothing without @legend).
  * Returns 0, or -EIO if writing to @f failed.
  */
 int volume_list_print_table(FILE *f, const VolumeList *l, bool legend);
@@ -28,6 +29,7 @@ int volume_list_print_json(FILE *f, const VolumeList *l);
 /*
  * volume_list_print_metrics() - Prometheus text format 0.0.4: each ebs_hydrate_volume_* gauge
  * family once with # HELP and # TYPE, one sample per volume labelled volume_id, device and
- * device_name; ebs_hydrate_volume_state is one-hot over the states. Returns 0 or -EIO.
+ * device_name; ebs_hydrate_volume_state is one-hot over the states. A volume without figures
+ * (a mismatched state file) has only its running and state samples. Returns 0 or -EIO.
  */
 int volume_list_print_metrics(FILE *f, const VolumeList *l);

@@ -13,12 +13,14 @@
 #include "state.h"
 
 /* States a running daemon reports (D-Bus State), plus "stopped" for a state file of a volume
- * that is not complete and not running. */
+ * that is not complete and not running, and "mismatched" for a state file that holds another
+ * volume's state (KEY.state whose contents name another key): it has no figures. */
 #define VOLUME_STATE_HYDRATING "hydrating"
 #define VOLUME_STATE_PAUSED "paused"
 #define VOLUME_STATE_COMPLETED "completed"
 #define VOLUME_STATE_FAILED "failed"
 #define VOLUME_STATE_STOPPED "stopped"
+#define VOLUME_STATE_MISMATCHED "mismatched"
 
 /* One stage of a running daemon's plan (D-Bus PhaseProgress). */
 typedef struct VolumePhase {
@@ -64,16 +66,24 @@ int volume_info_add_phase(VolumeInfo *v, const char *name, uint64_t done_bytes,
                           uint64_t total_bytes);
 
 /*
- * volume_info_from_state() - describe a volume that only has a state file: "completed" if the
+ * volume_info_from_state() - describe the volume @key that only has a state file, @s read from
+ * "@key.state": the file name says whose state it is, as for ebs-hydrated. "completed" if the
  * state says so (every chunk read, or a Mode=used run finished: then free_space_cold), "failed"
  * if every chunk was read or recorded unreadable, else "stopped"; hydrated bytes from the chunk
- * map, errors = unreadable ranges.
+ * map, errors = unreadable ranges. If @s names another key, "mismatched" and no figures (all 0):
+ * the daemon sets such a file aside, and its figures are another volume's.
  */
-int volume_info_from_state(const HydrateState *s, VolumeInfo *ret);
+int volume_info_from_state(const char *key, const HydrateState *s, VolumeInfo *ret);
+
+/*
+ * volume_info_has_figures() - are the size, hydrated bytes and errors of @v worth showing? Not
+ * for a mismatched state file.
+ */
+bool volume_info_has_figures(const VolumeInfo *v);
 
 /*
  * volume_info_permille() - hydrated share in tenths of a percent, rounded down: 1000 only when
- * every byte is hydrated, as everywhere else in the project.
+ * every byte is hydrated, as everywhere else in the project; 0 without figures.
  */
 unsigned volume_info_permille(const VolumeInfo *v);
 

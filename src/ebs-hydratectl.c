@@ -187,8 +187,14 @@ static int collect_one_stored(const char *dir, int dir_fd, const char *key, Volu
         r = state_load(dir_fd, key, &s);
         if (r == -ENOENT)
                 return 0; /* removed since readdir() */
-        if (r == -EACCES || r == -EPERM)
+        if (r == -EACCES)
                 return r; /* said once for the whole directory */
+        if (r == -EPERM) { /* the daemon sets such a file aside and never trusts it: nor do we */
+                log_warning("Skipping %s/%s%s: owned by another user than the directory's, not "
+                            "a state file ebs-hydrated wrote",
+                            dir, key, STATE_SUFFIX);
+                return 0;
+        }
         if (r == -ENOMEM)
                 return log_error_errno(r, "Out of memory");
         if (r < 0) {
@@ -196,7 +202,11 @@ static int collect_one_stored(const char *dir, int dir_fd, const char *key, Volu
                                   STATE_SUFFIX);
                 return 0;
         }
-        r = volume_info_from_state(s, &v);
+        if (!streq_ptr(s->key, key))
+                log_warning("%s/%s%s holds the state of '%s', not of '%s': shown as %s; "
+                            "ebs-hydrated sets it aside",
+                            dir, key, STATE_SUFFIX, s->key, key, VOLUME_STATE_MISMATCHED);
+        r = volume_info_from_state(key, s, &v);
         if (r >= 0)
                 r = volume_list_add(l, &v);
         if (r < 0) {
@@ -234,7 +244,7 @@ static int collect_stored(const Args *a, VolumeList *l) {
                 if (!state_file_key(de->d_name, key))
                         continue;
                 r = collect_one_stored(a->state_dir, dirfd(d), key, l);
-                if (r == -EACCES || r == -EPERM)
+                if (r == -EACCES)
                         denied = r;
                 else if (r < 0)
                         return r;

@@ -63,7 +63,7 @@ static bool volume_moving(const VolumeInfo *v) {
 
 static void row_fill(Row *row, const VolumeInfo *v) {
         unsigned pm = volume_info_permille(v);
-        bool moving = volume_moving(v);
+        bool moving = volume_moving(v), figures = volume_info_has_figures(v);
 
         (void)snprintf(row->hydrated, sizeof(row->hydrated), "%u.%u%%", pm / 10, pm % 10);
         (void)snprintf(row->errors, sizeof(row->errors), "%" PRIu64, v->error_count);
@@ -73,13 +73,14 @@ static void row_fill(Row *row, const VolumeInfo *v) {
         row->cell[COL_STATE] = v->running && v->yielding && streq_ptr(v->state, VOLUME_STATE_HYDRATING)
                                        ? "yielding"
                                        : or_dash(v->state);
-        row->cell[COL_HYDRATED] = row->hydrated;
-        row->cell[COL_SIZE] = format_bytes(row->size, sizeof(row->size), v->size_bytes);
+        row->cell[COL_HYDRATED] = figures ? row->hydrated : "-";
+        row->cell[COL_SIZE] =
+                figures ? format_bytes(row->size, sizeof(row->size), v->size_bytes) : "-";
         row->cell[COL_RATE] =
                 moving ? format_rate(row->rate, sizeof(row->rate), v->rate_bytes_per_second) : "-";
         row->cell[COL_ETA] =
                 moving ? format_duration(row->eta, sizeof(row->eta), v->eta_seconds) : "-";
-        row->cell[COL_ERRORS] = row->errors;
+        row->cell[COL_ERRORS] = figures ? row->errors : "-";
         row->cell[COL_PHASE] = v->free_space_cold ? "done (Mode=used)" : or_dash(v->phase);
 }
 
@@ -242,6 +243,7 @@ typedef struct Gauge {
         const char *name;
         const char *help;
         uint64_t (*value)(const VolumeInfo *v);
+        bool figure; /* no sample for a volume without figures (volume_info_has_figures()) */
 } Gauge;
 
 static uint64_t size_value(const VolumeInfo *v) {
@@ -269,22 +271,23 @@ static uint64_t running_value(const VolumeInfo *v) {
 }
 
 static const Gauge gauges[] = {
-        {"ebs_hydrate_volume_size_bytes", "Size of the volume in bytes.", size_value},
+        {"ebs_hydrate_volume_size_bytes", "Size of the volume in bytes.", size_value, true},
         {"ebs_hydrate_volume_hydrated_bytes", "Bytes of the volume read at least once.",
-         hydrated_value},
+         hydrated_value, true},
         {"ebs_hydrate_volume_rate_bytes_per_second",
-         "Current hydration rate in bytes per second (0 unless running).", rate_value},
+         "Current hydration rate in bytes per second (0 unless running).", rate_value, true},
         {"ebs_hydrate_volume_eta_seconds",
          "Estimated seconds until the volume is hydrated (0 when unknown or not hydrating).",
-         eta_value},
-        {"ebs_hydrate_volume_errors", "Unreadable ranges recorded for the volume.", errors_value},
+         eta_value, true},
+        {"ebs_hydrate_volume_errors", "Unreadable ranges recorded for the volume.", errors_value,
+         true},
         {"ebs_hydrate_volume_running", "1 if an ebs-hydrated instance is hydrating the volume.",
-         running_value},
+         running_value, false},
 };
 
 static const char *const metric_states[] = {
         VOLUME_STATE_HYDRATING, VOLUME_STATE_PAUSED,  VOLUME_STATE_COMPLETED,
-        VOLUME_STATE_FAILED,    VOLUME_STATE_STOPPED,
+        VOLUME_STATE_FAILED,    VOLUME_STATE_STOPPED, VOLUME_STATE_MISMATCHED,
 };
 
 static void print_label_value(FILE *f, const char *s) {
@@ -353,8 +356,9 @@ int volume_list_print_metrics(FILE *f, const VolumeList *l) {
         for (size_t g = 0; g < ELEMENTSOF(gauges); g++) {
                 print_family(f, gauges[g].name, gauges[g].help);
                 for (size_t i = 0; i < l->n; i++)
-                        print_sample(f, gauges[g].name, &l->items[i], NULL,
-                                     gauges[g].value(&l->items[i]));
+                        if (!gauges[g].figure || volume_info_has_figures(&l->items[i]))
+                                print_sample(f, gauges[g].name, &l->items[i], NULL,
+                                             gauges[g].value(&l->items[i]));
         }
         print_state_family(f, l);
         return ferror(f) ? -EIO : 0;

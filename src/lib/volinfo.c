@@ -68,11 +68,13 @@ static bool finished_with_errors(const HydrateState *s) {
         return s->n_bad > 0 && chunkmap_done_bytes(s->map) + bad >= s->size;
 }
 
-int volume_info_from_state(const HydrateState *s, VolumeInfo *ret) {
+int volume_info_from_state(const char *key, const HydrateState *s, VolumeInfo *ret) {
         bool complete = s->complete || chunkmap_complete(s->map);
         int r;
 
-        r = volume_info_init(ret, s->key, NULL, NULL, NULL,
+        if (!streq_ptr(s->key, key))
+                return volume_info_init(ret, key, NULL, NULL, NULL, VOLUME_STATE_MISMATCHED);
+        r = volume_info_init(ret, key, NULL, NULL, NULL,
                              complete || s->used_complete ? VOLUME_STATE_COMPLETED
                              : finished_with_errors(s)    ? VOLUME_STATE_FAILED
                                                           : VOLUME_STATE_STOPPED);
@@ -85,7 +87,13 @@ int volume_info_from_state(const HydrateState *s, VolumeInfo *ret) {
         return 0;
 }
 
+bool volume_info_has_figures(const VolumeInfo *v) {
+        return !streq_ptr(v->state, VOLUME_STATE_MISMATCHED);
+}
+
 unsigned volume_info_permille(const VolumeInfo *v) {
+        if (!volume_info_has_figures(v))
+                return 0; /* not 1000, as 0 of 0 bytes would be */
         return progress_permille(v->hydrated_bytes, v->size_bytes);
 }
 

@@ -203,7 +203,7 @@ assert 0 < hyd["part1"] < size["part1"], hyd
 for name in ["ebs_hydrate_volume_rate_bytes_per_second", "ebs_hydrate_volume_eta_seconds",
              "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running"]:
     assert values(name) == {k: 0.0 for k in keys}, (name, values(name))
-states = ["hydrating", "paused", "completed", "failed", "stopped"]
+states = ["hydrating", "paused", "completed", "failed", "stopped", "mismatched"]
 want = {(k, s): 0.0 for k in keys for s in states}
 want[("done1", "completed")] = want[(odd, "completed")] = want[("part1", "stopped")] = 1.0
 assert values("ebs_hydrate_volume_state") == want, values("ebs_hydrate_volume_state")
@@ -246,6 +246,73 @@ case_forget() {
     # The next run reads the whole volume again.
     out=$(hydrate --state-key=part1 "$PART_DEV") || fail "run after forget exited $?"
     assert_contains "$out" "part1: hydrated, read 256.0 MiB of 256.0 MiB" "full read after forget"
+}
+
+# `cp a1.state b1.state`: a file is the state of the volume its name says. b1.state holds a1's
+# state, so it is b1's and "mismatched", with no figures: never a second a1 at 100%. The daemon
+# agrees: it sets the file aside and starts b1 over.
+case_mismatched() {
+    local out err dev
+    dev=$(make_loop 32M)
+    hydrate --state-key=a1 "$dev" >/dev/null || fail "hydrating a1 exited $?"
+    cp "$STATE/a1.state" "$STATE/b1.state"
+
+    out=$(ctl status 2>"$WORK/err") || fail "status exited $?"
+    err=$(cat "$WORK/err")
+    echo "$out"
+    assert_contains "$err" "$STATE/b1.state holds the state of 'a1', not of 'b1': shown as mismatched" \
+        "note on the mismatched file"
+    assert_eq "$(tail -n +2 <<<"$out" | tr -s ' ')" \
+        "a1 - - completed 100.0% 32.0 MiB - - 0 -
+b1 - - mismatched - - - - - -" "one a1, and b1 as what it is"
+    out=$(ctl --no-legend status b1 2>/dev/null) || fail "status b1 exited $?"
+    assert_eq "$(tr -s ' ' <<<"$out")" "b1 - - mismatched - - - - - -" "status b1"
+    out=$(ctl --no-legend status a1 2>/dev/null) || fail "status a1 exited $?"
+    assert_eq "$(tr -s ' ' <<<"$out")" "a1 - - completed 100.0% 32.0 MiB - - 0 -" "status a1"
+
+    ctl --json status 2>/dev/null | "$PYTHON" -c '
+import json, sys
+v = {x["volume_id"]: x for x in json.load(sys.stdin)["volumes"]}
+assert sorted(v) == ["a1", "b1"], sorted(v)
+a, b = v["a1"], v["b1"]
+assert a["state"] == "completed" and a["size_bytes"] == 32 << 20 and a["percent"] == 100.0, a
+assert b["state"] == "mismatched" and b["size_bytes"] == 0 and b["hydrated_bytes"] == 0, b
+assert b["percent"] == 0.0 and b["error_count"] == 0 and b["free_space_cold"] is False, b' ||
+        fail "--json status"
+
+    out=$(ctl metrics 2>/dev/null) || fail "metrics exited $?"
+    assert_eq "$(grep -c '^ebs_hydrate_volume_hydrated_bytes{' <<<"$out")" 1 "hydrated samples"
+    assert_contains "$out" 'ebs_hydrate_volume_hydrated_bytes{volume_id="a1",device="",device_name=""} 33554432' \
+        "a1 counted once"
+    assert_not_contains "$out" '_bytes{volume_id="b1"' "b1 has no figures"
+    assert_contains "$out" 'ebs_hydrate_volume_state{volume_id="b1",device="",device_name="",state="mismatched"} 1' \
+        "b1 mismatched"
+    assert_contains "$out" 'ebs_hydrate_volume_state{volume_id="b1",device="",device_name="",state="completed"} 0' \
+        "b1 not completed"
+
+    # forget acts on the file its argument names, and only on it.
+    out=$(ctl forget a1) || fail "forget a1 exited $?"
+    assert_eq "$out" "Forgot a1: it will be hydrated from the start next time." "forget a1"
+    [ ! -e "$STATE/a1.state" ] && [ -e "$STATE/b1.state" ] || fail "forget a1 removed the wrong file"
+    out=$(ctl --no-legend status 2>/dev/null)
+    assert_eq "$(tr -s ' ' <<<"$out")" "b1 - - mismatched - - - - - -" "after forget a1"
+    out=$(expect_exit 1 "status a1 after forget" ctl status a1)
+    assert_contains "$out" "No volume 'a1'" "a1 forgotten"
+    out=$(ctl forget b1) || fail "forget b1 exited $?"
+    assert_eq "$out" "Forgot b1: it will be hydrated from the start next time." "forget b1"
+    [ ! -e "$STATE/b1.state" ] || fail "forget b1 left b1.state"
+    assert_eq "$(ctl status 2>/dev/null)" "No volumes." "after forget b1"
+
+    # The daemon sets the copy aside and starts b1 over; ctl then shows b1's own state.
+    hydrate --state-key=a1 "$dev" >/dev/null || fail "hydrating a1 again exited $?"
+    cp "$STATE/a1.state" "$STATE/b1.state"
+    dev=$(make_loop 16M)
+    hydrate --state-key=b1 "$dev" >/dev/null 2>&1 || fail "hydrating b1 exited $?"
+    ls "$STATE"/b1.state.mismatch-* >/dev/null || fail "the daemon did not set the copy aside"
+    out=$(ctl --no-legend status 2>"$WORK/err") || fail "status exited $?"
+    assert_eq "$(tr -s ' ' <<<"$out")" "a1 - - completed 100.0% 32.0 MiB - - 0 -
+b1 - - completed 100.0% 16.0 MiB - - 0 -" "after the daemon set the copy aside"
+    assert_not_contains "$(cat "$WORK/err")" "mismatched" "no note once the copy is set aside"
 }
 
 case_usage() {

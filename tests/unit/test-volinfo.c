@@ -56,7 +56,7 @@ static VolumeInfo stored_volume(const char *id, bool complete) {
         if (!complete)
                 assert_int_equal(state_add_bad(s, 6 * CHUNK, CHUNK), 0);
         s->complete = complete;
-        assert_int_equal(volume_info_from_state(s, &v), 0);
+        assert_int_equal(volume_info_from_state(id, s, &v), 0);
         return v;
 }
 
@@ -67,6 +67,19 @@ static VolumeList *list_of(VolumeInfo *items, size_t n) {
         for (size_t i = 0; i < n; i++)
                 assert_int_equal(volume_list_add(l, &items[i]), 0);
         return l;
+}
+
+/* "@name.state" holding the complete state of @key, as after `cp key.state name.state`. */
+static VolumeInfo copied_volume(const char *name, const char *key) {
+        _cleanup_(state_freep) HydrateState *s = NULL;
+        VolumeInfo v;
+
+        assert_int_equal(state_new(&s, key, 10 * CHUNK, 4096, CHUNK), 0);
+        chunkmap_mark_done(s->map, 0, 10);
+        assert_int_equal(state_add_bad(s, 6 * CHUNK, CHUNK), 0);
+        s->complete = s->used_complete = true;
+        assert_int_equal(volume_info_from_state(name, s, &v), 0);
+        return v;
 }
 
 /* Runs a print function into memory; returns the text (malloc'ed). */
@@ -109,7 +122,7 @@ static void test_volinfo_from_state(void **state) {
                 chunkmap_mark_done(s->map, 0, 6);
                 chunkmap_mark_done(s->map, 7, 3);
                 assert_int_equal(state_add_bad(s, 6 * CHUNK, CHUNK), 0);
-                assert_int_equal(volume_info_from_state(s, &v), 0);
+                assert_int_equal(volume_info_from_state("vol-0ccccccccccccccccc", s, &v), 0);
                 assert_string_equal(v.state, "failed");
                 assert_int_equal(v.error_count, 1);
                 volume_info_done(&v);
@@ -124,7 +137,7 @@ static void test_volinfo_from_state(void **state) {
                                  0);
                 chunkmap_mark_done(s->map, 0, 7);
                 s->used_complete = true;
-                assert_int_equal(volume_info_from_state(s, &v), 0);
+                assert_int_equal(volume_info_from_state("vol-0dddddddddddddddd", s, &v), 0);
                 assert_string_equal(v.state, "completed");
                 assert_true(v.free_space_cold);
                 assert_int_equal(volume_info_permille(&v), 700);
@@ -139,6 +152,28 @@ static void test_volinfo_from_state(void **state) {
         assert_int_equal(volume_info_permille(&done), 1000);
         volume_info_done(&partial);
         volume_info_done(&done);
+}
+
+/* The file name says whose state it is: a file holding another key's is neither volume's. */
+static void test_volinfo_from_state_mismatched(void **state) {
+        VolumeInfo v = copied_volume("b1", "a1");
+
+        assert_string_equal(v.volume_id, "b1");
+        assert_string_equal(v.state, "mismatched");
+        assert_false(volume_info_has_figures(&v));
+        assert_int_equal(v.size_bytes, 0);
+        assert_int_equal(v.hydrated_bytes, 0);
+        assert_int_equal(v.error_count, 0);
+        assert_int_equal(volume_info_permille(&v), 0); /* not 100%, as 0 of 0 bytes would be */
+        assert_false(v.free_space_cold);
+        assert_false(v.running);
+        assert_true(volume_info_matches(&v, "b1", NULL));
+        assert_false(volume_info_matches(&v, "a1", NULL));
+        volume_info_done(&v);
+
+        v = stored_volume("a1", true);
+        assert_true(volume_info_has_figures(&v));
+        volume_info_done(&v);
 }
 
 static void test_volinfo_permille_rounds_down(void **state) {
@@ -165,6 +200,26 @@ static void test_volinfo_running_hides_state_file(void **state) {
         assert_string_equal(l->items[1].volume_id, "vol-0bbbbbbbbbbbbbbbb");
         assert_true(l->items[1].running); /* the bus wins over the state file */
         assert_string_equal(l->items[1].state, "hydrating");
+}
+
+/* A copy of a running volume's state file under another name is not hidden by it, and only
+ * the running instance answers to its key. */
+static void test_volinfo_running_keeps_mismatched_file(void **state) {
+        VolumeInfo running[] = {running_volume("a1", "nvme2n1", "sdg")};
+        VolumeInfo stored[] = {copied_volume("b1", "a1"), stored_volume("a1", true)};
+        _cleanup_(volume_list_freep) VolumeList *l = list_of(running, 1);
+        _cleanup_(volume_list_freep) VolumeList *s = list_of(stored, 2);
+
+        assert_int_equal(volume_list_merge(l, s), 0);
+        volume_list_sort(l);
+        assert_int_equal(l->n, 2);
+        assert_string_equal(l->items[0].volume_id, "a1");
+        assert_true(l->items[0].running);
+        assert_string_equal(l->items[1].volume_id, "b1");
+        assert_string_equal(l->items[1].state, "mismatched");
+        assert_non_null(volume_list_find(l, "b1"));
+        assert_int_equal(volume_list_filter(l, "a1", NULL), 1);
+        assert_true(l->items[0].running);
 }
 
 static void test_volinfo_filter_by_target(void **state) {
@@ -311,7 +366,7 @@ static void test_volinfo_metrics(void **state) {
                             "device=\"/dev/nvme2n1\",device_name=\"sdg\"} 1\n"
                             "ebs_hydrate_volume_running{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
                             "device=\"\",device_name=\"\"} 0\n");
-        /* One-hot: five states per volume, exactly one of them 1. */
+        /* One-hot: six states per volume, exactly one of them 1. */
         assert_string_equal(state_lines,
                             "ebs_hydrate_volume_state{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
                             "device=\"/dev/nvme2n1\",device_name=\"sdg\",state=\"hydrating\"} 1\n"
@@ -323,6 +378,8 @@ static void test_volinfo_metrics(void **state) {
                             "device=\"/dev/nvme2n1\",device_name=\"sdg\",state=\"failed\"} 0\n"
                             "ebs_hydrate_volume_state{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
                             "device=\"/dev/nvme2n1\",device_name=\"sdg\",state=\"stopped\"} 0\n"
+                            "ebs_hydrate_volume_state{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",state=\"mismatched\"} 0\n"
                             "ebs_hydrate_volume_state{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
                             "device=\"\",device_name=\"\",state=\"hydrating\"} 0\n"
                             "ebs_hydrate_volume_state{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
@@ -332,7 +389,59 @@ static void test_volinfo_metrics(void **state) {
                             "ebs_hydrate_volume_state{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
                             "device=\"\",device_name=\"\",state=\"failed\"} 0\n"
                             "ebs_hydrate_volume_state{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
-                            "device=\"\",device_name=\"\",state=\"stopped\"} 1\n");
+                            "device=\"\",device_name=\"\",state=\"stopped\"} 1\n"
+                            "ebs_hydrate_volume_state{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
+                            "device=\"\",device_name=\"\",state=\"mismatched\"} 0\n");
+}
+
+/* A mismatched state file: no figures in any rendering, and its own state. */
+static void test_volinfo_mismatched_output(void **state) {
+        VolumeInfo items[] = {copied_volume("b1", "a1"), stored_volume("a1", true)};
+        _cleanup_(volume_list_freep) VolumeList *l = list_of(items, 2);
+        _cleanup_free_ char *table = NULL, *json = NULL, *metrics = NULL;
+        struct json_object *root, *volumes, *v, *x;
+
+        volume_list_sort(l);
+        table = render(print_table_with_legend, l);
+        assert_string_equal(table, "VOLUME  DEVICE  MAPPING  STATE       HYDRATED     SIZE  RATE  "
+                                   "ETA  ERRORS  PHASE\n"
+                                   "a1      -       -        completed     100.0%  5.0 MiB     -  "
+                                   "  -       0  -\n"
+                                   "b1      -       -        mismatched         -        -     -  "
+                                   "  -       -  -\n");
+
+        json = render(volume_list_print_json, l);
+        root = json_tokener_parse(json);
+        assert_non_null(root);
+        assert_true(json_object_object_get_ex(root, "volumes", &volumes));
+        assert_int_equal(json_object_array_length(volumes), 2);
+        v = json_object_array_get_idx(volumes, 1);
+        assert_json_string(v, "volume_id", "b1");
+        assert_json_string(v, "state", "mismatched");
+        assert_json_uint(v, "size_bytes", 0);
+        assert_json_uint(v, "hydrated_bytes", 0);
+        assert_json_uint(v, "error_count", 0);
+        assert_true(json_object_object_get_ex(v, "percent", &x));
+        assert_float_equal(json_object_get_double(x), 0.0, 1e-9);
+        assert_true(json_object_object_get_ex(v, "free_space_cold", &x));
+        assert_false(json_object_get_boolean(x));
+        json_object_put(root);
+
+        metrics = render(volume_list_print_metrics, l);
+        assert_non_null(strstr(metrics, "ebs_hydrate_volume_hydrated_bytes{volume_id=\"a1\","
+                                        "device=\"\",device_name=\"\"} 5242880\n"));
+        /* b1: running and state samples only; counted as progress of neither volume. */
+        assert_null(strstr(metrics, "_bytes{volume_id=\"b1\""));
+        assert_null(strstr(metrics, "_errors{volume_id=\"b1\""));
+        assert_null(strstr(metrics, "_eta_seconds{volume_id=\"b1\""));
+        assert_non_null(strstr(metrics, "ebs_hydrate_volume_running{volume_id=\"b1\","
+                                        "device=\"\",device_name=\"\"} 0\n"));
+        assert_non_null(strstr(metrics, "ebs_hydrate_volume_state{volume_id=\"b1\",device=\"\","
+                                        "device_name=\"\",state=\"mismatched\"} 1\n"));
+        assert_non_null(strstr(metrics, "ebs_hydrate_volume_state{volume_id=\"b1\",device=\"\","
+                                        "device_name=\"\",state=\"completed\"} 0\n"));
+        assert_non_null(strstr(metrics, "ebs_hydrate_volume_state{volume_id=\"a1\",device=\"\","
+                                        "device_name=\"\",state=\"mismatched\"} 0\n"));
 }
 
 static void test_volinfo_metrics_escaping(void **state) {
@@ -433,13 +542,16 @@ static void test_volinfo_table_paused_and_empty(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_volinfo_from_state),
+                cmocka_unit_test(test_volinfo_from_state_mismatched),
                 cmocka_unit_test(test_volinfo_permille_rounds_down),
                 cmocka_unit_test(test_volinfo_running_hides_state_file),
+                cmocka_unit_test(test_volinfo_running_keeps_mismatched_file),
                 cmocka_unit_test(test_volinfo_filter_by_target),
                 cmocka_unit_test(test_volinfo_json),
                 cmocka_unit_test(test_volinfo_json_empty),
                 cmocka_unit_test(test_volinfo_metrics),
                 cmocka_unit_test(test_volinfo_metrics_escaping),
+                cmocka_unit_test(test_volinfo_mismatched_output),
                 cmocka_unit_test(test_volinfo_table),
                 cmocka_unit_test(test_volinfo_table_paused_and_empty),
                 cmocka_unit_test(test_volinfo_used_complete),
