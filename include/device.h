@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct BlockDevice {
         int fd;                      /* O_RDONLY | O_DIRECT */
@@ -28,10 +29,24 @@ char *device_path_from_arg(const char *arg);
 int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]);
 
 /*
- * block_device_open() - open @path for hydration. @sysfs_root is "/sys" normally.
- * Errors: -ENOTBLK (not a block device), -EISDIR with *ret_whole set (a partition: the whole
- * disk's kernel name goes there), -ENODATA (size 0), or the errno of open/ioctl.
+ * block_device_verdict() - whether a file with @mode, @size bytes and @logical_block_size can be
+ * hydrated: 0; -ENOTBLK (not a block device), -EINVAL (a block size that is not a power of two
+ * from 512), -ENODATA (size 0), -ERANGE (a size that is not a whole number of logical blocks:
+ * its tail cannot be read with O_DIRECT). Pure: the fuzzer drives it.
+ */
+int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size);
+
+/* file_type_name() - "a regular file", "a FIFO" ... for messages. */
+const char *file_type_name(mode_t mode);
+
+/*
+ * block_device_open() - open @path for hydration. @sysfs_root is "/sys" normally. The path is
+ * looked at first, and opened only if it is a block device (never blocks on a FIFO).
+ * Errors: those of block_device_verdict(), -EISDIR with *ret_whole set (a partition: the whole
+ * disk's kernel name goes there), or the errno of stat/open/ioctl or of the sysfs lookup. Where
+ * more can be said than the errno, *ret_error is a malloc'ed message naming the file (the path,
+ * or the sysfs path that could not be resolved); NULL otherwise.
  */
 int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret,
-                      char ret_whole[64]);
+                      char ret_whole[64], char **ret_error);
 void block_device_close(BlockDevice *d);

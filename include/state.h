@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "chunkmap.h"
 
@@ -83,15 +84,31 @@ char *state_file_name(const char *key);
 int state_lock(int dir_fd, const char *key);
 
 /*
+ * state_dir_verdict() - whether a state directory with @st may be trusted by a process whose
+ * effective uid is @euid: 0; -ENOTDIR; -EPERM if another uid owns it (whoever owns it can plant a
+ * checkpoint that says "complete"); -EACCES if it is open to group or others. Pure.
+ */
+int state_dir_verdict(const struct stat *st, uid_t euid);
+/*
+ * state_file_verdict() - whether what lstat says of <key>.state may be opened and read as a
+ * state file of @owner (the state directory's owner): 0, or the error state_load() returns for
+ * it (-ELOOP, -EBADMSG, -EPERM, -EFBIG). Pure.
+ */
+int state_file_verdict(const struct stat *st, uid_t owner);
+
+/*
  * state_load() - read and decode <dir>/<key>.state; -ENOENT if there is none; -ELOOP if it is a
- * symbolic link (never followed); -EBADMSG if it is not a regular file or fails to decode.
+ * symbolic link (never followed); -EBADMSG if it is not a regular file (never opened unless it
+ * is a FIFO, and then without blocking) or fails to decode; -EPERM if it is owned by another
+ * uid than the directory; -EFBIG if it is larger than STATE_FILE_MAX (never read).
  */
 int state_load(int dir_fd, const char *key, HydrateState **ret);
 /* state_save() - atomically replace <dir>/<key>.state (mode 0600); any fsync failure is an error.
  */
 int state_save(int dir_fd, const HydrateState *s);
 /*
- * state_set_aside() - rename <key>.state to <key>.state.<why>-<unix seconds>, keeping it for
- * inspection; the new name goes to *ret_name (malloc'ed).
+ * state_set_aside() - rename <key>.state to <key>.state.<why>-<unix seconds>, or to
+ * ...-<unix seconds>.<n> if that name is taken, keeping it for inspection: never replaces a
+ * file. The new name goes to *ret_name (malloc'ed).
  */
 int state_set_aside(int dir_fd, const char *key, const char *why, char **ret_name);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -236,13 +237,18 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 }
 
 static int open_device(const Args *a, const char *sysfs_root, BlockDevice *ret) {
-        _cleanup_free_ char *path = device_path_from_arg(a->device);
+        _cleanup_free_ char *path = NULL, *error = NULL;
         char whole[64] = "";
         int r;
 
+        if (a->device[0] == '\0')
+                return log_error_errno(-EINVAL, "DEVICE is empty: give a path or a kernel name");
+        path = device_path_from_arg(a->device);
         if (!path)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        r = block_device_open(path, sysfs_root, ret, whole);
+        r = block_device_open(path, sysfs_root, ret, whole, &error);
+        if (error)
+                return log_error_errno(r, "%s", error);
         if (r == -ENOTBLK)
                 return log_error_errno(r, "%s is not a block device", path);
         if (r == -EISDIR)
@@ -302,24 +308,43 @@ static int load_settings(const Args *a, const DeviceIdentity *id, HydrateSetting
 }
 
 /*
- * The state directory must be ours alone (0700): anyone who can write to it can plant a state
- * file that says "complete", and anyone who can read it learns which volumes this host has. An
+ * The state directory must be ours alone (0700, owned by our effective uid): anyone who can write
+ * to it, its owner included, can plant a state file that says "complete", and anyone who can read
+ * it learns which volumes this host has. (A state file owned by another uid is set aside by the
+ * hydrator for the same reason.) An
  * existing directory that is open to group or others is refused, not tightened: the unit's
  * StateDirectoryMode=0700 makes systemd chmod its directory at every start, so this only happens
  * on runs by hand with a directory the administrator chose, and chmod-ing that (--state-dir=/tmp
  * as root) could break far more than it protects.
  */
 static int check_state_dir(int fd, const char *dir) {
+        struct passwd *pw;
         struct stat st;
+        int r;
 
         if (fstat(fd, &st) < 0)
                 return log_error_errno(-errno, "Cannot stat state directory %s: %m", dir);
-        if ((st.st_mode & 0077) == 0)
+        r = state_dir_verdict(&st, geteuid());
+        switch (r) {
+        case 0:
                 return 0;
-        log_error("State directory %s is open to group or others (mode %04o); it must be "
-                  "accessible to its owner only: chmod 0700 %s, or choose another --state-dir",
-                  dir, (unsigned)(st.st_mode & 07777), dir);
-        return -EPERM;
+        case -EPERM:
+                pw = getpwuid(st.st_uid);
+                log_error("State directory %s belongs to %s%s(uid %u), not to uid %u that runs "
+                          "this: its owner could plant a checkpoint that says \"complete\". Run "
+                          "as its owner (the service does), or choose another --state-dir",
+                          dir, pw ? pw->pw_name : "", pw ? " " : "", (unsigned)st.st_uid,
+                          (unsigned)geteuid());
+                return r;
+        case -EACCES:
+                log_error("State directory %s is open to group or others (mode %04o); it must be "
+                          "accessible to its owner only: chmod 0700 %s, or choose another "
+                          "--state-dir",
+                          dir, (unsigned)(st.st_mode & 07777), dir);
+                return r;
+        default:
+                return log_error_errno(r, "State directory %s is not a directory", dir);
+        }
 }
 
 static int open_state_dir(const Args *a, char **ret_path) {

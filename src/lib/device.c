@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -28,15 +29,21 @@ char *device_path_from_arg(const char *arg) {
 
 /* The sysfs node of a block device number: /sys/dev/block/MAJ:MIN -> .../block/nvme1n1[/nvme1n1p1]
  */
-static int sysfs_block_node(const char *sysfs_root, dev_t rdev, char **ret) {
+static int sysfs_block_node(const char *sysfs_root, dev_t rdev, char **ret, char **ret_error) {
         _cleanup_free_ char *link = NULL;
         char *resolved;
 
         if (asprintf(&link, "%s/dev/block/%u:%u", sysfs_root, major(rdev), minor(rdev)) < 0)
                 return -ENOMEM;
         resolved = realpath(link, NULL);
-        if (!resolved)
-                return -errno;
+        if (!resolved) {
+                int r = -errno;
+
+                if (ret_error && asprintf(ret_error, "Cannot resolve %s: %s", link,
+                                          strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
         *ret = resolved;
         return 0;
 }
@@ -48,16 +55,14 @@ static int copy_name(char dst[64], const char *src) {
         return 0;
 }
 
-int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]) {
+static int kernel_name_of(const char *sysfs_root, const struct stat *st, char ret_name[64],
+                          char ret_whole[64], char **ret_error) {
         _cleanup_free_ char *node = NULL, *partition = NULL;
-        struct stat st;
         int r;
 
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISBLK(st.st_mode))
+        if (!S_ISBLK(st->st_mode))
                 return -ENOTBLK;
-        r = sysfs_block_node(sysfs_root, st.st_rdev, &node);
+        r = sysfs_block_node(sysfs_root, st->st_rdev, &node, ret_error);
         if (r < 0)
                 return r;
         r = copy_name(ret_name, basename(node));
@@ -72,25 +77,101 @@ int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char r
         return 0;
 }
 
+int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        return kernel_name_of(sysfs_root, &st, ret_name, ret_whole, NULL);
+}
+
+const char *file_type_name(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFREG:
+                return "a regular file";
+        case S_IFDIR:
+                return "a directory";
+        case S_IFCHR:
+                return "a character device";
+        case S_IFBLK:
+                return "a block device";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFSOCK:
+                return "a socket";
+        case S_IFLNK:
+                return "a symbolic link";
+        default:
+                return "of unknown type";
+        }
+}
+
+int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size) {
+        if (!S_ISBLK(mode))
+                return -ENOTBLK;
+        if (logical_block_size < 512 || (logical_block_size & (logical_block_size - 1)) != 0)
+                return -EINVAL;
+        if (size == 0)
+                return -ENODATA;
+        /* O_DIRECT reads whole logical blocks: a tail shorter than one can never be read, so a
+         * device with one could never be hydrated to the end. Real disks are whole blocks. */
+        if (size % logical_block_size != 0)
+                return -ERANGE;
+        return 0;
+}
+
 int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret,
-                      char ret_whole[64]) {
+                      char ret_whole[64], char **ret_error) {
         _cleanup_close_ int fd = -1;
         BlockDevice d = {.fd = -1};
+        struct stat st;
         int lbs, r;
 
-        fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+        *ret_error = NULL;
+        /* Looked at before it is opened: a character device is never opened (a tape rewinds, a
+         * terminal becomes ours), a FIFO never blocks, a directory never reaches O_DIRECT. */
+        if (stat(path, &st) < 0)
+                return -errno;
+        if (!S_ISBLK(st.st_mode)) {
+                if (asprintf(ret_error, "%s is not a block device: it is %s", path,
+                             file_type_name(st.st_mode)) < 0)
+                        *ret_error = NULL;
+                return -ENOTBLK;
+        }
+        /* O_NONBLOCK in case it was swapped for a FIFO since; cleared again below. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
-        r = device_kernel_name(sysfs_root, fd, d.kernel_name, ret_whole);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISBLK(st.st_mode)) {
+                if (asprintf(ret_error, "%s is not a block device: it is %s", path,
+                             file_type_name(st.st_mode)) < 0)
+                        *ret_error = NULL;
+                return -ENOTBLK;
+        }
+        if (fcntl(fd, F_SETFL, O_DIRECT) < 0)
+                return -errno;
+        r = kernel_name_of(sysfs_root, &st, d.kernel_name, ret_whole, ret_error);
         if (r < 0)
                 return r;
         if (ioctl(fd, BLKGETSIZE64, &d.size) < 0 || ioctl(fd, BLKSSZGET, &lbs) < 0)
                 return -errno;
-        if (d.size == 0)
-                return -ENODATA;
-        if (lbs < 512 || (lbs & (lbs - 1)) != 0)
-                return -EINVAL;
-        d.logical_block_size = (uint32_t)lbs;
+        d.logical_block_size = lbs > 0 ? (uint32_t)lbs : 0;
+        r = block_device_verdict(st.st_mode, d.size, d.logical_block_size);
+        if (r == -ERANGE && asprintf(ret_error,
+                                     "%s is %" PRIu64 " bytes, not a whole number of its %" PRIu32
+                                     "-byte logical blocks: the last %" PRIu64
+                                     " bytes can never be read with direct I/O, so it could "
+                                     "never be hydrated to the end",
+                                     path, d.size, d.logical_block_size,
+                                     d.size % d.logical_block_size) < 0)
+                *ret_error = NULL;
+        if (r == -EINVAL && asprintf(ret_error, "%s reports a logical block size of %d bytes",
+                                     path, lbs) < 0)
+                *ret_error = NULL;
+        if (r < 0)
+                return r;
         d.path = strdup(path);
         if (!d.path)
                 return -ENOMEM;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -136,6 +137,18 @@ static int load_state(Hydrator *h, const char *key) {
                 set_aside(h, key, "symlink", "is a symbolic link, not a state file");
                 return fresh_state(h, key);
         }
+        if (r == -EPERM) { /* not written by us: whoever wrote it could make it say "complete" */
+                char what[96];
+
+                (void)snprintf(what, sizeof(what), "is owned by another user than uid %u",
+                               (unsigned)geteuid());
+                set_aside(h, key, "foreign", what);
+                return fresh_state(h, key);
+        }
+        if (r == -EFBIG) {
+                set_aside(h, key, "oversize", "is too large to be a state file");
+                return fresh_state(h, key);
+        }
         if (r == -EBADMSG || r == -EPROTONOSUPPORT) {
                 set_aside(h, key, r == -EBADMSG ? "corrupt" : "unsupported",
                           r == -EBADMSG ? "is corrupt" : "has an unsupported version");
@@ -146,8 +159,19 @@ static int load_state(Hydrator *h, const char *key) {
 
         r = state_matches(h->state, key, h->dev->size, h->dev->logical_block_size, &why);
         if (r < 0) {
+                char what[STATE_KEY_MAX + 160];
+
+                if (strcmp(h->state->key, key) != 0)
+                        (void)snprintf(what, sizeof(what), "%s (%s)", why, h->state->key);
+                else if (h->state->size != h->dev->size)
+                        (void)snprintf(what, sizeof(what), "%s (%" PRIu64 " bytes, now %" PRIu64 ")",
+                                       why, h->state->size, h->dev->size);
+                else
+                        (void)snprintf(what, sizeof(what), "%s (%" PRIu32 " bytes, now %" PRIu32 ")",
+                                       why, h->state->logical_block_size,
+                                       h->dev->logical_block_size);
                 h->state = state_free(h->state);
-                set_aside(h, key, "mismatch", why);
+                set_aside(h, key, "mismatch", what);
                 return fresh_state(h, key);
         }
         return 0;

@@ -306,11 +306,11 @@ int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
 int state_matches(const HydrateState *s, const char *key, uint64_t size,
                   uint32_t logical_block_size, const char **ret_why) {
         if (strcmp(s->key, key) != 0)
-                *ret_why = "it belongs to another volume";
+                *ret_why = "belongs to another volume";
         else if (s->size != size)
-                *ret_why = "the device size changed";
+                *ret_why = "was written for another device size";
         else if (s->logical_block_size != logical_block_size)
-                *ret_why = "the logical block size changed";
+                *ret_why = "was written for another logical block size";
         else
                 return 0;
         return -ESTALE;
@@ -343,17 +343,45 @@ int state_lock(int dir_fd, const char *key) {
         return TAKE_FD(fd);
 }
 
-static int read_all(int fd, uint8_t **ret_buf, size_t *ret_size) {
+/*
+ * Whatever sits under a state file's name is looked at before it is opened: a socket or a
+ * device node is never opened (a tape rewinds on open), a FIFO never blocks us, and a file too
+ * large to be one of ours is never read. A file owned by someone else was not written by this
+ * program: whoever could plant it there could make it say "complete".
+ */
+int state_dir_verdict(const struct stat *st, uid_t euid) {
+        if (!S_ISDIR(st->st_mode))
+                return -ENOTDIR;
+        if (st->st_uid != euid)
+                return -EPERM;
+        if ((st->st_mode & 0077) != 0)
+                return -EACCES;
+        return 0;
+}
+
+int state_file_verdict(const struct stat *st, uid_t owner) {
+        if (S_ISLNK(st->st_mode))
+                return -ELOOP;
+        if (!S_ISREG(st->st_mode))
+                return -EBADMSG;
+        if (st->st_uid != owner)
+                return -EPERM;
+        if ((uint64_t)st->st_size > STATE_FILE_MAX)
+                return -EFBIG;
+        return 0;
+}
+
+static int read_all(int fd, uid_t owner, uint8_t **ret_buf, size_t *ret_size) {
         _cleanup_free_ uint8_t *buf = NULL;
         struct stat st;
         size_t have = 0;
+        int r;
 
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADMSG;
-        if ((uint64_t)st.st_size > STATE_FILE_MAX)
-                return -EFBIG;
+        r = state_file_verdict(&st, owner); /* again: it may have been replaced since it was looked at */
+        if (r < 0)
+                return r;
         buf = malloc(MAX((size_t)st.st_size, 1u));
         if (!buf)
                 return -ENOMEM;
@@ -377,16 +405,28 @@ int state_load(int dir_fd, const char *key, HydrateState **ret) {
         _cleanup_free_ char *name = state_file_name(key);
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_close_ int fd = -1;
+        struct stat st, dir_st;
         size_t size = 0;
+        uid_t owner;
         int r;
 
         if (!name)
                 return -ENOMEM;
-        /* O_NONBLOCK: a FIFO in its place must not hang us; read_all() then refuses it. */
+        /* The owner to trust is the directory's: the daemon refuses a directory that is not its
+         * own, and ebs-hydratectl (root, say) reads the files of the service's user. */
+        if (fstat(dir_fd, &dir_st) < 0)
+                return -errno;
+        owner = dir_st.st_uid;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        r = state_file_verdict(&st, owner);
+        if (r < 0)
+                return r;
+        /* O_NONBLOCK: a FIFO swapped in since the look above must not hang us either. */
         fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return -errno;
-        r = read_all(fd, &buf, &size);
+                return errno == ENXIO ? -EBADMSG : -errno; /* ENXIO: a socket, swapped in */
+        r = read_all(fd, owner, &buf, &size);
         if (r < 0)
                 return r;
         return state_decode(buf, size, ret);
@@ -441,14 +481,38 @@ int state_save(int dir_fd, const HydrateState *s) {
         return fsync(dir_fd) < 0 ? -errno : 0;
 }
 
-int state_set_aside(int dir_fd, const char *key, const char *why, char **ret_name) {
-        _cleanup_free_ char *name = state_file_name(key), *aside = NULL;
+/* Set-aside files are never removed, so their names must never collide: two in the same second
+ * (a device grown, then shrunk) get .1, .2 ... after the time, and rename never replaces. */
+#define SET_ASIDE_TRIES 1000
 
-        if (!name || asprintf(&aside, "%s.%s-%lld", name, why, (long long)time(NULL)) < 0)
+int state_set_aside(int dir_fd, const char *key, const char *why, char **ret_name) {
+        _cleanup_free_ char *name = state_file_name(key);
+        long long now = (long long)time(NULL);
+
+        if (!name)
                 return -ENOMEM;
-        if (renameat(dir_fd, name, dir_fd, aside) < 0)
-                return -errno;
-        (void)fsync(dir_fd);
-        *ret_name = TAKE_PTR(aside);
-        return 0;
+        for (unsigned i = 0; i < SET_ASIDE_TRIES; i++) {
+                _cleanup_free_ char *aside = NULL;
+                int r = i == 0 ? asprintf(&aside, "%s.%s-%lld", name, why, now)
+                               : asprintf(&aside, "%s.%s-%lld.%u", name, why, now, i);
+
+                if (r < 0)
+                        return -ENOMEM;
+                r = renameat2(dir_fd, name, dir_fd, aside, RENAME_NOREPLACE);
+                if (r < 0 && errno == EINVAL) {
+                        /* A file system without RENAME_NOREPLACE: link (which never replaces
+                         * either), then unlink the old name. */
+                        r = linkat(dir_fd, name, dir_fd, aside, 0);
+                        if (r >= 0 && unlinkat(dir_fd, name, 0) < 0)
+                                return -errno;
+                }
+                if (r < 0 && errno == EEXIST)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                (void)fsync(dir_fd);
+                *ret_name = TAKE_PTR(aside);
+                return 0;
+        }
+        return -EEXIST;
 }

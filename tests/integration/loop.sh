@@ -221,7 +221,7 @@ case_mismatched_state() {
     big=$(make_loop 128M)
     hydrate --state-key=shared "$small" >/dev/null || fail "first run exited $?"
     out=$(hydrate --state-key=shared "$big" 2>&1) || fail "second run exited $?"
-    assert_contains "$out" "the device size changed: kept as shared.state.mismatch-" "warning"
+    assert_contains "$out" "was written for another device size (67108864 bytes, now 134217728): kept as shared.state.mismatch-" "warning"
     assert_contains "$out" "hydrated, read 128.0 MiB of 128.0 MiB" "second run read it all"
 }
 
@@ -271,6 +271,36 @@ case_bad_usage() {
     assert_contains "$out" "Usage: ebs-hydrated" "help"
     out=$(expect_exit 0 "--version" "$DAEMON" --version)
     assert_contains "$out" "ebs-hydrated " "version"
+}
+
+# Things that are not a hydratable block device: each refused with exit 2 and a message that says
+# what it is, at once (a FIFO never blocks the open).
+case_not_a_device() {
+    local dev out img
+    mkfifo "$WORK/fifo"
+    out=$(expect_exit 2 "a FIFO" timeout 20 "$DAEMON" --no-bus --state-dir="$STATE" --state-key=x "$WORK/fifo")
+    assert_contains "$out" "$WORK/fifo is not a block device: it is a FIFO" "FIFO"
+    out=$(expect_exit 2 "/dev/null" hydrate --state-key=x /dev/null)
+    assert_contains "$out" "/dev/null is not a block device: it is a character device" "/dev/null"
+    out=$(expect_exit 2 "a directory" hydrate --state-key=x "$WORK")
+    assert_contains "$out" "$WORK is not a block device: it is a directory" "directory"
+    out=$(expect_exit 2 "an empty name" hydrate --state-key=x "")
+    assert_contains "$out" "DEVICE is empty" "empty name"
+    # 4096-byte logical blocks and a 512-byte tail that direct I/O can never read: refused
+    # rather than read to 99.9% and left idle, with checkpoints the next run would call corrupt.
+    for size in $((8 * 1024 * 1024 + 512)) 1024; do
+        img=$(mktemp "$WORK/img.XXXXXX")
+        truncate -s "$size" "$img"
+        dev=$(losetup -f --show --direct-io=on --read-only --sector-size 4096 "$img")
+        [ "$(blockdev --getss "$dev")" = 4096 ] || skip "losetup --sector-size 4096 not supported"
+        out=$(expect_exit 2 "a tail short of a logical block ($size bytes)" timeout 20 "$DAEMON" --no-bus --state-dir="$STATE" --state-key=x "$dev")
+        assert_contains "$out" "not a whole number of its 4096-byte logical blocks" "odd size $size"
+        assert_eq "$(find "$STATE" -name 'x.state*' | wc -l)" 0 "state files for a refused device"
+    done
+    # A sysfs root that does not hold the device: the message names the sysfs path.
+    dev=$(make_loop 16M)
+    out=$(EBS_HYDRATE_SYSFS_ROOT="$WORK/no-sys" expect_exit 2 "a bad sysfs root" hydrate --state-key=x "$dev")
+    assert_contains "$out" "Cannot resolve $WORK/no-sys/dev/block/" "bad sysfs root"
 }
 
 case_partition() {

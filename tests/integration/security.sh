@@ -9,6 +9,10 @@
 #                   the shipped unit asks systemd for the same (StateDirectoryMode=0700)
 #   state-symlink   <key>.state -> a victim that holds a complete state: not followed, set
 #                   aside as a link; the whole device is read; the victim is untouched
+#   state-owner     a 0700 state directory, and a complete state file, owned by another user:
+#                   the directory is refused (exit 2), nothing read; the file is set aside
+#   state-odd-files a 10 GiB file, a socket, a FIFO, a directory as <key>.state: each is set
+#                   aside, the device read, the next run finds it hydrated
 #   tmp-symlink     .<key>.state.tmp -> a victim: the link is replaced, the victim untouched
 #   lock-symlink    <key>.lock -> a victim, or dangling: a clear error naming it, nothing read,
 #                   nothing created through the link; ebs-hydratectl forget refuses as well
@@ -116,6 +120,68 @@ case_state_symlink() {
     aside=$(find "$STATE" -name "$KEY.state.symlink-*")
     [ -L "$aside" ] && [ "$(readlink "$aside")" = "$victim" ] || fail "the link was not set aside as it was"
     assert_eq "$(stat -c '%F %a' "$STATE/$KEY.state")" "regular file 600" "the new state file"
+}
+
+case_state_owner() {
+    local dev base out planted="$WORK/planted" nobody_uid
+    nobody_uid=$(id -u nobody)
+    dev=$(make_loop 32M)
+    mkdir -m 0700 "$STATE"
+    hydrate "$dev" >/dev/null || fail "first run exited $?"
+    # A directory and a complete checkpoint that an unprivileged user made, modes as they
+    # should be: its owner could have written "complete" into it. Refused, nothing read.
+    mkdir -m 0700 "$planted"
+    cp "$STATE/$KEY.state" "$planted/"
+    chown -R nobody: "$planted"
+    DISCOVERY=$(discovery_sectors "$dev")
+    base=$(sectors_read "$dev")
+    out=$(expect_exit 2 "a state directory of nobody's" hydrate --state-dir="$planted" "$dev")
+    assert_contains "$out" "State directory $planted belongs to nobody (uid $nobody_uid), not to uid 0" "refusal"
+    assert_not_contains "$out" "already hydrated" "refusal"
+    assert_eq "$(sectors_read "$dev")" "$base" "sectors read after the refusal"
+    # ebs-hydratectl, as root, trusts files owned by the directory's owner (the service's user):
+    out=$("$CTL" --state-dir="$planted" status --no-legend 2>&1) || fail "ctl status exited $?: $out"
+    assert_contains "$out" "$KEY" "ctl over the service user's directory"
+    assert_not_contains "$out" "Skipping" "ctl over the service user's directory"
+    # ... and not a file of another owner in it.
+    chown root: "$planted/$KEY.state"
+    out=$("$CTL" --state-dir="$planted" status --no-legend 2>&1) || fail "ctl status exited $?: $out"
+    assert_contains "$out" "Skipping $planted/$KEY.state: owned by another user" "ctl over a foreign file"
+    # The same file owned by nobody in root's own directory: set aside, the whole device read.
+    chown nobody: "$STATE/$KEY.state"
+    DISCOVERY=$(discovery_sectors "$dev")
+    base=$(sectors_read "$dev")
+    out=$(hydrate "$dev" 2>&1) || fail "run over a foreign state file exited $?: $out"
+    assert_contains "$out" "State file $KEY.state is owned by another user than uid 0: kept as $KEY.state.foreign-" "message"
+    assert_read_all "$dev" "$base"
+    assert_eq "$(stat -c '%U %a' "$STATE/$KEY.state")" "root 600" "the new state file"
+}
+
+# Things under the state file's name that are no state file: each is set aside once, the whole
+# device is read, and the next run finds the volume hydrated (no failure that a restart repeats).
+case_state_odd_files() {
+    local dev base out kind
+    dev=$(make_loop 16M)
+    mkdir -m 0700 "$STATE"
+    for kind in huge socket fifo directory; do
+        rm -f "$STATE/$KEY.state"
+        case $kind in
+        huge) truncate -s 10G "$STATE/$KEY.state" ;;
+        socket) python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$STATE/$KEY.state" ;;
+        fifo) mkfifo -m 0600 "$STATE/$KEY.state" ;;
+        directory) mkdir -m 0700 "$STATE/$KEY.state" ;;
+        esac
+        DISCOVERY=$(discovery_sectors "$dev")
+        base=$(sectors_read "$dev")
+        out=$(timeout 60 "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$KEY" "$dev" 2>&1) ||
+            fail "run over a $kind state file exited $?: $out"
+        assert_contains "$out" "kept as $KEY.state." "the $kind set aside"
+        assert_read_all "$dev" "$base"
+        out=$(hydrate "$dev" 2>&1) || fail "the run after the $kind exited $?: $out"
+        assert_contains "$out" "already hydrated" "the run after the $kind"
+    done
+    # Nothing set aside was lost: four distinct names.
+    assert_eq "$(find "$STATE" -maxdepth 1 -name "$KEY.state.*" | wc -l)" 4 "files set aside"
 }
 
 case_tmp_symlink() {

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
@@ -221,12 +223,12 @@ static void test_state_identity_mismatch(void **state) {
 
         assert_int_equal(state_matches(f->s, "vol-0123456789abcdef0", SIZE, 4096, &why), 0);
         assert_int_equal(state_matches(f->s, "vol-0123456789abcdef1", SIZE, 4096, &why), -ESTALE);
-        assert_string_equal(why, "it belongs to another volume");
+        assert_string_equal(why, "belongs to another volume");
         assert_int_equal(state_matches(f->s, "vol-0123456789abcdef0", SIZE + 4096, 4096, &why),
                          -ESTALE);
-        assert_string_equal(why, "the device size changed");
+        assert_string_equal(why, "was written for another device size");
         assert_int_equal(state_matches(f->s, "vol-0123456789abcdef0", SIZE, 512, &why), -ESTALE);
-        assert_string_equal(why, "the logical block size changed");
+        assert_string_equal(why, "was written for another logical block size");
 }
 
 static void test_state_bad_ranges_merge(void **state) {
@@ -442,6 +444,74 @@ static void test_state_set_aside(void **state) {
         free(aside);
 }
 
+/* Two set-asides in one second (a device grown, then shrunk) keep both files. */
+static void test_state_set_aside_never_collides(void **state) {
+        Fixture *f = *state;
+        char *first = NULL, *second = NULL, *third = NULL, path[256];
+
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        assert_int_equal(state_set_aside(f->dir_fd, f->s->key, "mismatch", &first), 0);
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        assert_int_equal(state_set_aside(f->dir_fd, f->s->key, "mismatch", &second), 0);
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        assert_int_equal(state_set_aside(f->dir_fd, f->s->key, "mismatch", &third), 0);
+        assert_string_not_equal(first, second);
+        assert_string_not_equal(second, third);
+        assert_string_not_equal(first, third);
+        snprintf(path, sizeof(path), "%s/%s", f->dir, first);
+        assert_int_equal(access(path, F_OK), 0);
+        snprintf(path, sizeof(path), "%s/%s", f->dir, second);
+        assert_int_equal(access(path, F_OK), 0);
+        snprintf(path, sizeof(path), "%s/%s", f->dir, third);
+        assert_int_equal(access(path, F_OK), 0);
+        free(first);
+        free(second);
+        free(third);
+}
+
+/* A state file written by another user is never trusted, however valid it is. */
+static void test_state_load_refuses_foreign_owner(void **state) {
+        Fixture *f = *state;
+        HydrateState *d = NULL;
+        char path[256];
+
+        if (geteuid() != 0)
+                skip(); /* only root can give a file away */
+        assert_int_equal(state_save(f->dir_fd, f->s), 0);
+        snprintf(path, sizeof(path), "%s/vol-0123456789abcdef0.state", f->dir);
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(state_load(f->dir_fd, f->s->key, &d), -EPERM);
+        assert_null(d);
+        assert_int_equal(chown(path, 0, 0), 0);
+        assert_int_equal(state_load(f->dir_fd, f->s->key, &d), 0);
+        state_free(d);
+}
+
+/* Neither a huge file nor a socket under the name is read (or opened): both are refused with an
+ * error the hydrator sets aside, never one that fails every run. */
+static void test_state_load_refuses_huge_and_socket(void **state) {
+        Fixture *f = *state;
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        HydrateState *d = NULL;
+        char path[256];
+        int fd, sock;
+
+        snprintf(path, sizeof(path), "%s/vol-huge.state", f->dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)(UINT64_C(10) << 30)), 0);
+        close(fd);
+        assert_int_equal(state_load(f->dir_fd, "vol-huge", &d), -EFBIG);
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vol-sock.state", f->dir);
+        sock = socket(AF_UNIX, SOCK_STREAM, 0);
+        assert_true(sock >= 0);
+        assert_int_equal(bind(sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(state_load(f->dir_fd, "vol-sock", &d), -EBADMSG);
+        close(sock);
+        assert_null(d);
+}
+
 /*
  * fsync is wrapped (tests/CMakeLists.txt): once a test sets fsync_mocked, each call takes its
  * result from will_return(__wrap_fsync, 0 or -errno), so an unexpected extra call (a retry)
@@ -596,6 +666,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_state_save_replaces_symlinks, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_lock_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_set_aside, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_state_set_aside_never_collides, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_state_load_refuses_foreign_owner, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_state_load_refuses_huge_and_socket, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_state_save_fsync_eio, setup, teardown_fsync),
                 cmocka_unit_test_setup_teardown(test_state_save_dir_fsync_eio, setup,
                                                 teardown_fsync),
