@@ -38,7 +38,8 @@ typedef enum FsScanResult {
  * descriptors (and their backups), reserved GDT blocks, bitmaps, inode tables, the MMP block
  * and the journal inode's blocks; USED for the other blocks the block bitmap marks; FREE for
  * the rest. The bitmaps are trusted only if the file system was cleanly unmounted (a mounted
- * file system has "needs_recovery" or lacks "clean" on disk); otherwise, or if @metadata_only,
+ * file system has "needs_recovery" or lacks "clean" on disk) and fits in @size (a truncated one
+ * does not); otherwise, or if @metadata_only,
  * only metadata is added (static while mounted: a mounted file system's GETFSMAP lacks the
  * journal, this fills it in).
  * @ret_detail: why free space is unknown or why the scan failed (malloc'ed), else NULL.

@@ -46,7 +46,11 @@ typedef struct FsLayout {
  * metadata (headers, btrees, inode chunks, log) is also read from the device, which GETFSMAP
  * does not name without the reverse-mapping btree; an XFS that is not mounted gets its metadata
  * only, the rest is used (its free space is known only through GETFSMAP). One odd partition
- * never fails the discovery: it is treated as used and its note says why.
+ * never fails the discovery: it is treated as used and its note says why. Free space is only
+ * what a file system said is free of bytes no other partition claims: a partition that was not
+ * mapped (overlapping another, unknown, not understood, truncated, a scanner that failed) is used
+ * as a whole, even where an overlapping partition's file system calls it free; so is what the
+ * logical partitions leave of an extended one.
  *
  * Return: 0; -EINVAL if @device_size is 0; -ENOMEM; or the negative errno of reopening or
  * reading the device.
@@ -79,8 +83,8 @@ uint64_t fslayout_bytes(const FsLayout *l, FsRangeKind kind);
 /*
  * fs_ranges_normalize() - turn ranges in any order, possibly overlapping, into a layout's
  * ranges for a device of @size bytes: parts beyond @size are cut off, bytes that no range covers
- * become FS_RANGE_USED, overlaps take the kind of highest priority (metadata, then used, then
- * free), neighbours of the same kind merge. Pure.
+ * and ranges of no valid kind become FS_RANGE_USED, overlaps take the kind of highest priority
+ * (metadata, then used, then free), neighbours of the same kind merge. Pure.
  * @ret: malloc'ed array (NULL when @size is 0). Return: 0 or -ENOMEM.
  */
 int fs_ranges_normalize(const FsRange *in, size_t n, uint64_t size, FsRange **ret, size_t *ret_n);

@@ -166,7 +166,12 @@ static int add_allocation(ExtScan *s) {
 }
 
 /* Why the on-disk bitmaps cannot be trusted, or NULL if they can. */
-static const char *untrusted_bitmaps(ext2_filsys fs) {
+static const char *untrusted_bitmaps(const ExtScan *s) {
+        ext2_filsys fs = s->fs;
+
+        /* Truncated, or its partition shrunk under it: the bitmaps describe another device. */
+        if (ext2fs_blocks_count(fs->super) > s->size / fs->blocksize)
+                return "file system larger than its partition or device";
         if (ext2fs_has_feature_journal_needs_recovery(fs->super))
                 return "journal needs recovery (mounted elsewhere, or not cleanly unmounted)";
         if (!(fs->super->s_state & EXT2_VALID_FS))
@@ -211,7 +216,7 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
                 r = r < 0 ? r : FS_SCAN_METADATA_ONLY;
                 goto finish;
         }
-        why = untrusted_bitmaps(s.fs);
+        why = untrusted_bitmaps(&s);
         if (why) {
                 r = set_detail(ret_detail, FS_SCAN_METADATA_ONLY, why);
                 goto finish;

@@ -73,19 +73,22 @@ static FsRangeKind winning_kind(const size_t open[_FS_RANGE_KIND_MAX]) {
         return FS_RANGE_USED;
 }
 
+/* A range of no valid kind is not dropped: unknown, so used, it outranks free space. */
 static size_t edges_of(const FsRange *in, size_t n, uint64_t size, Edge *edges) {
         size_t n_edges = 0;
 
         for (size_t i = 0; i < n; i++) {
+                FsRangeKind kind = (unsigned)in[i].kind < _FS_RANGE_KIND_MAX ? in[i].kind
+                                                                               : FS_RANGE_USED;
                 uint64_t start = in[i].offset, end;
 
-                if ((unsigned)in[i].kind >= _FS_RANGE_KIND_MAX || start >= size)
+                if (start >= size)
                         continue;
                 end = start + MIN(in[i].length, size - start);
                 if (end == start)
                         continue;
-                edges[n_edges++] = (Edge){start, in[i].kind, +1};
-                edges[n_edges++] = (Edge){end, in[i].kind, -1};
+                edges[n_edges++] = (Edge){start, kind, +1};
+                edges[n_edges++] = (Edge){end, kind, -1};
         }
         return n_edges;
 }

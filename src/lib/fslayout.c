@@ -4,7 +4,7 @@
  * space between partitions is used), then the content of each partition, or of the whole
  * device, handed to the scanner that can map it: GETFSMAP when mounted, libext2fs for ext2/3/4
  * otherwise; XFS's AG metadata is also read from the device, mounted or not. Whatever cannot be
- * mapped is used, and its note says why.
+ * mapped is used, and its note says why; so is whatever two partitions claim at once.
  */
 #include <blkid.h>
 #include <dirent.h>
@@ -33,6 +33,7 @@ typedef struct Region {
         uint64_t offset;
         uint64_t size;
         int partno;         /* 0: the whole device, which has no partition table */
+        bool logical;       /* a logical partition, inside an extended one */
         int overlaps;       /* partno of an earlier partition this one overlaps (then ignored) */
         dev_t dev;          /* its block device, 0 if unknown (an image file) */
         char *fstype;       /* libblkid's TYPE, NULL if none was found */
@@ -50,6 +51,7 @@ typedef struct Discovery {
         char *table_type; /* libblkid's name of the partition table, NULL if none */
         Region *regions;
         size_t n_regions;
+        FsRangeList extended; /* extended partitions: containers of logical ones, not regions */
         FsRangeList list;
         char **notes;
         size_t n_notes;
@@ -65,6 +67,7 @@ static void discovery_done(Discovery *d) {
         }
         free(d->regions);
         free(d->table_type);
+        fs_range_list_done(&d->extended);
         fs_range_list_done(&d->list);
         for (size_t i = 0; i < d->n_notes; i++)
                 free(d->notes[i]);
@@ -141,8 +144,8 @@ static int region_compare(const void *a, const void *b) {
         return x->size > y->size ? -1 : x->size < y->size; /* the container first */
 }
 
-/* A partition that overlaps an earlier one (a nested table's) is ignored: its container's
- * content decides. */
+/* A partition that overlaps an earlier one (a nested table's, or a broken table) is not
+ * scanned, and all of it is used (claim_unmapped()). */
 static void mark_overlaps(Discovery *d) {
         const Region *kept = NULL;
 
@@ -284,19 +287,29 @@ static int add_partitions(Discovery *d, blkid_partlist partitions) {
         for (int i = 0; i < n; i++) {
                 blkid_partition p = blkid_partlist_get_partition(partitions, i);
                 blkid_loff_t start, size;
+                uint64_t offset, bytes;
                 Region *r;
 
-                if (!p || blkid_partition_is_extended(p))
-                        continue; /* a container of logical partitions */
+                if (!p)
+                        continue;
                 start = blkid_partition_get_start(p);
                 size = blkid_partition_get_size(p);
                 if (start < 0 || size <= 0 || (uint64_t)start >= d->size / SECTOR)
+                        continue; /* not on the device */
+                offset = (uint64_t)start * SECTOR;
+                /* Cut off at the end of the device; never multiplied past UINT64_MAX. */
+                bytes = (uint64_t)size > (d->size - offset) / SECTOR ? d->size - offset
+                                                                     : (uint64_t)size * SECTOR;
+                if (blkid_partition_is_extended(p)) {
+                        /* A container of logical partitions: what they leave of it is used. */
+                        if (fs_range_list_add(&d->extended, offset, bytes, FS_RANGE_USED) < 0)
+                                return -ENOMEM;
                         continue;
-                r = region_add(d, (uint64_t)start * SECTOR,
-                               MIN((uint64_t)size * SECTOR, d->size - (uint64_t)start * SECTOR),
-                               blkid_partition_get_partno(p));
+                }
+                r = region_add(d, offset, bytes, blkid_partition_get_partno(p));
                 if (!r)
                         return -ENOMEM;
+                r->logical = blkid_partition_is_logical(p);
                 if (S_ISBLK(d->st.st_mode))
                         r->dev = partition_dev(d->st.st_rdev, r->offset, r->size);
         }
@@ -481,6 +494,42 @@ static int scan_region(Discovery *d, Region *region) {
         return xfs ? scan_xfs(d, region) : scan_ext(d, region);
 }
 
+/* The parts of the extended partition at [@offset, @offset + @size) that no logical partition
+ * holds: its extended boot records, and slack. */
+static int claim_extended(Discovery *d, uint64_t offset, uint64_t size) {
+        uint64_t position = offset, end = offset + size;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < d->n_regions; i++) {
+                const Region *region = &d->regions[i];
+
+                if (!region->logical || region->overlaps || region->offset < position ||
+                    region->offset + region->size > end)
+                        continue;
+                r = fs_range_list_add(&d->list, position, region->offset - position,
+                                      FS_RANGE_USED);
+                position = region->offset + region->size;
+        }
+        return r < 0 ? r : fs_range_list_add(&d->list, position, end - position, FS_RANGE_USED);
+}
+
+/* Free space is only what a file system says is free, of bytes that no other partition
+ * claims. A partition that was not mapped (ignored as an overlap, unknown content, a scanner
+ * that failed or knows the metadata only) is claimed used as a whole, and what logical
+ * partitions leave of their container too: used outranks the free space that the file system
+ * of another, overlapping partition reports there. Runs after every scan, whatever it found. */
+static int claim_unmapped(Discovery *d) {
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < d->n_regions; i++)
+                if (d->regions[i].result != FS_SCAN_MAPPED)
+                        r = fs_range_list_add(&d->list, d->regions[i].offset, d->regions[i].size,
+                                              FS_RANGE_USED);
+        for (size_t i = 0; r >= 0 && i < d->extended.n; i++)
+                r = claim_extended(d, d->extended.ranges[i].offset, d->extended.ranges[i].length);
+        return r;
+}
+
 static int note_add(Discovery *d, char *note) {
         char **p;
 
@@ -524,8 +573,8 @@ static char *region_note(const FsLayout *l, const Region *region) {
                            fslayout_bytes_in(l, off, size, FS_RANGE_METADATA));
         (void)format_bytes(free_, sizeof(free_), fslayout_bytes_in(l, off, size, FS_RANGE_FREE));
         if (region->overlaps)
-                r = asprintf(&s, "partition %d: overlaps partition %d, ignored", region->partno,
-                             region->overlaps);
+                r = asprintf(&s, "partition %d: overlaps partition %d, treated as used",
+                             region->partno, region->overlaps);
         else if (region->result == FS_SCAN_MAPPED)
                 r = asprintf(&s, "%s: %s used, %s metadata, %s free (%s)%s%s", label, used,
                              metadata, free_, region->method, region->detail ? "; " : "",
@@ -596,6 +645,8 @@ int fslayout_discover(int fd, uint64_t device_size, FsLayout *ret, char **ret_er
                 r = probe_partitions(&d, &error);
         for (size_t i = 0; r >= 0 && i < d.n_regions; i++)
                 r = scan_region(&d, &d.regions[i]);
+        if (r >= 0)
+                r = claim_unmapped(&d);
         if (r >= 0)
                 r = fs_ranges_normalize(d.list.ranges, d.list.n, d.size, &l.ranges, &l.n_ranges);
         if (r >= 0)

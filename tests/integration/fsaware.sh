@@ -656,5 +656,51 @@ case_unknown_fs() {
     done
 }
 
+# Issue 15: an MBR whose partition 2 lies inside partition 1 (a clean ext4 that calls those bytes
+# free) and holds 40 MiB of data. Partition 2 is not scanned, so all of it is used: --mode=used
+# reads it (the overlay holds every byte of it) and still leaves most of the ext4's free space
+# cold. The witness that the bytes are free to the ext4 is dumpe2fs.
+case_mbr_overlap() {
+    local out img="$WORK/mbr-overlap.img" p2=$((150 * MIB)) p2_size=$((40 * MIB))
+    truncate -s $((208 * MIB)) "$img"
+    mkfs.ext4 -q -F -E offset=$MIB,lazy_itable_init=0,lazy_journal_init=0,nodiscard "$img" \
+        $((206 * 1024)) || fail "mkfs.ext4 failed"
+    # sfdisk refuses overlapping partitions: the table by hand, Linux [1, 207) and [150, 190) MiB
+    # (clear of the ext4's metadata: its journal at 89 MiB, flex group 1's tables at 129 MiB)
+    python3 - "$img" <<'PY' || fail "cannot write the MBR"
+import struct, sys
+sector = bytearray(512)
+sector[440:444] = b"\x12\x34\x56\x78"
+for i, (start, size) in enumerate([(1, 206), (150, 40)]):
+    sector[446 + 16 * i:462 + 16 * i] = struct.pack("<B3sB3sII", 0, b"", 0x83, b"",
+                                                   start * 2048, size * 2048)
+sector[510:512] = b"\x55\xaa"
+with open(sys.argv[1], "r+b") as f:
+    f.write(sector)
+PY
+    head -c "$p2_size" /dev/urandom |
+        dd of="$img" bs=1M seek=$((p2 / MIB)) iflag=fullblock conv=notrunc status=none
+    e2fsck -fn "$img?offset=$MIB" >&2 || fail "the data of partition 2 broke the ext4"
+    dumpe2fs "$img?offset=$MIB" >"$WORK/dumpe2fs" 2>/dev/null || fail "dumpe2fs failed"
+    ranges ext4 "$WORK/dumpe2fs" "$MIB" free >"$WORK/free"
+    ranges ext4 "$WORK/dumpe2fs" "$MIB" used >"$WORK/used.fs"
+    printf '%d %d\n' "$p2" "$p2_size" >"$WORK/p2"
+    [ "$(ranges bytes <(ranges inter "$WORK/p2" "$WORK/free"))" -gt $((30 * MIB)) ] ||
+        fail "dumpe2fs: partition 2 is not in the ext4's free space; the case tests nothing"
+    IMG=$img OFF=$MIB
+    DEV=$("$RIG" up "$NAME" --data "$IMG" --profile seed)
+    SIZE=$(blockdev --getsize64 "$DEV")
+    # Used: the MBR and the gap after it, the ext4's used blocks, partition 2, the tail.
+    printf '0 %d\n%d %d\n' "$MIB" $((207 * MIB)) $((SIZE - 207 * MIB)) >"$WORK/table"
+    ranges union "$WORK/table" "$WORK/used.fs" "$WORK/p2" >"$WORK/used"
+    out=$(hydrate --mode=used "$DEV" 2>&1) || fail "used-mode run exited $?: $out"
+    echo "$out"
+    rig_map "$WORK/map"
+    assert_covered "$WORK/p2" "$WORK/map" "partition 2 (inside the ext4's free space)"
+    check_used_mode "mbr-overlap used-mode" 50
+    assert_contains "$out" "partition 2: overlaps partition 1, treated as used" "the layout's note"
+    ctl_says completed true "done (Mode=used)" "after the used-mode run"
+}
+
 "case_${CASE//-/_}"
 echo "PASS: $CASE"

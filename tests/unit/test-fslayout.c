@@ -8,6 +8,7 @@
  * when a tool is missing or root is needed. The range normalisation is tested as the pure
  * function it is.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -230,7 +231,7 @@ static void test_fslayout_normalize(void **state) {
                 {400, 50, FS_RANGE_FREE},      /* merged with ... */
                 {450, 50, FS_RANGE_FREE},      /* ... its neighbour */
                 {2000, 10, FS_RANGE_METADATA}, /* beyond the end */
-                {600, 10, (FsRangeKind)7},     /* invalid: ignored */
+                {600, 10, (FsRangeKind)7},     /* invalid: used */
         };
         const FsRange want[] = {
                 {0, 50, FS_RANGE_FREE},       /* free until used begins */
@@ -263,6 +264,18 @@ static void test_fslayout_normalize(void **state) {
         assert_int_equal(l.n_ranges, 1);
         assert_int_equal(l.ranges[0].kind, FS_RANGE_USED);
         assert_int_equal(l.ranges[0].length, 4096);
+        fslayout_free(&l);
+}
+
+/* A range of no valid kind is not dropped, leaving the free space under it: unknown is used. */
+static void test_fslayout_normalize_invalid_kind(void **state) {
+        const FsRange in[] = {{0, 100, FS_RANGE_FREE}, {20, 10, (FsRangeKind)7}};
+        FsLayout l = {};
+
+        assert_int_equal(fs_ranges_normalize(in, ELEMENTSOF(in), 100, &l.ranges, &l.n_ranges), 0);
+        assert_int_equal(fslayout_check(&l, 100), 0);
+        assert_int_equal(fslayout_bytes_in(&l, 20, 10, FS_RANGE_USED), 10);
+        assert_int_equal(fslayout_bytes(&l, FS_RANGE_FREE), 90);
         fslayout_free(&l);
 }
 
@@ -597,6 +610,146 @@ static void test_fslayout_mbr(void **state) {
         assert_kinds(&l, PART_OFFSET + 1024, 1024, ONLY(FS_RANGE_METADATA), "superblock");
         assert_kinds(&l, PART_OFFSET + p1_size, 27 * MiB, ONLY(FS_RANGE_USED), "after");
         assert_true(fslayout_bytes_in(&l, PART_OFFSET, p1_size, FS_RANGE_FREE) > 80 * MiB);
+}
+
+/* ---- partition tables at odds with the file systems: free only if no one else claims it ---- */
+
+typedef struct MbrEntry {
+        uint8_t type; /* 0x83 Linux, 0x05 extended */
+        uint64_t start, size; /* bytes: from the table's own sector (an EBR's first entry) */
+} MbrEntry;
+
+/* Writes a DOS partition table (an MBR, or an extended boot record) of up to four entries into
+ * the sector at @at of the image, by hand: sfdisk refuses tables that overlap. */
+static void write_dos_table(const char *path, uint64_t at, const MbrEntry *e, size_t n) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        uint8_t sector[512] = {};
+
+        assert_true(fd >= 0 && n <= 4);
+        if (at == 0)
+                memcpy(sector + 440, "\x12\x34\x56\x78", 4); /* disk identifier */
+        for (size_t i = 0; i < n; i++) {
+                uint8_t *p = sector + 446 + 16 * i;
+                uint32_t start = htole32((uint32_t)(e[i].start / 512));
+                uint32_t sectors = htole32((uint32_t)(e[i].size / 512));
+
+                p[4] = e[i].type;
+                memcpy(p + 8, &start, 4);
+                memcpy(p + 12, &sectors, 4);
+        }
+        sector[510] = 0x55;
+        sector[511] = 0xaa;
+        assert_int_equal(pwrite(fd, sector, sizeof(sector), (off_t)at), (ssize_t)sizeof(sector));
+}
+
+static void mkfs_ext4_at(const Fixture *f, uint64_t offset, uint64_t size) {
+        assert_int_equal(run("mkfs.ext4 -q -F -E offset=%" PRIu64 " %s %" PRIu64 " >/dev/null 2>&1",
+                             offset, f->image, size / KiB),
+                         0);
+}
+
+/* Issue 15: partition 2 overlaps partition 1 (a clean, nearly empty ext4) and runs on into
+ * partition 3 (another), which is kept: it starts after partition 1 ends. Partition 2's bytes
+ * are used, even where the file systems on either side call them free; the rest of their free
+ * space stays free. */
+static void test_fslayout_mbr_overlap(void **state) {
+        Fixture *f = *state;
+        _cleanup_(fslayout_free) FsLayout l = {};
+        const MbrEntry table[] = {
+                {0x83, 1 * MiB, 50 * MiB},   /* [1, 51) MiB */
+                {0x83, 31 * MiB, 40 * MiB},  /* [31, 71) MiB: over the end of 1, start of 3 */
+                {0x83, 61 * MiB, 66 * MiB},  /* [61, 127) MiB */
+        };
+
+        REQUIRE_TOOLS("mkfs.ext4");
+        make_image(f, 128 * MiB);
+        mkfs_ext4_at(f, table[0].start, table[0].size);
+        mkfs_ext4_at(f, table[2].start, table[2].size);
+        write_dos_table(f->image, 0, table, ELEMENTSOF(table));
+
+        discover(f->image, &l, "MBR: ext4, a partition over both ends, ext4");
+        assert_kinds(&l, 31 * MiB, 20 * MiB, ONLY(FS_RANGE_USED) | ONLY(FS_RANGE_METADATA),
+                     "partition 2, in partition 1");
+        assert_kinds(&l, 61 * MiB, 10 * MiB, ONLY(FS_RANGE_USED) | ONLY(FS_RANGE_METADATA),
+                     "partition 2, in partition 3");
+        assert_true(has_note(&l, "MBR partition table, 3 partitions", NULL));
+        assert_true(has_note(&l, "partition 1 (ext4, 50.0 MiB", "(libext2fs)"));
+        assert_true(has_note(&l, "partition 2: overlaps partition 1, treated as used", NULL));
+        assert_true(has_note(&l, "partition 3 (ext4, 66.0 MiB", "(libext2fs)"));
+        assert_true(fslayout_bytes_in(&l, 1 * MiB, 30 * MiB, FS_RANGE_FREE) > 20 * MiB);
+        assert_true(fslayout_bytes_in(&l, 71 * MiB, 56 * MiB, FS_RANGE_FREE) > 50 * MiB);
+}
+
+/* An extended partition whose start lies in partition 1's free space: its boot record and the
+ * slack before its logical partition are the table's, not free. A well-formed extended
+ * partition keeps its logical file system's free space. */
+static void test_fslayout_mbr_extended(void **state) {
+        Fixture *f = *state;
+        const MbrEntry broken[] = {{0x83, 1 * MiB, 100 * MiB}, {0x05, 81 * MiB, 46 * MiB}};
+        const MbrEntry fine[] = {{0x83, 1 * MiB, 40 * MiB}, {0x05, 41 * MiB, 86 * MiB}};
+        const MbrEntry logical[] = {{0x83, 1 * MiB, 80 * MiB}}; /* from its EBR */
+
+        REQUIRE_TOOLS("mkfs.ext4");
+        {
+                _cleanup_(fslayout_free) FsLayout l = {};
+
+                make_image(f, 128 * MiB);
+                mkfs_ext4_at(f, broken[0].start, broken[0].size);
+                write_dos_table(f->image, 0, broken, ELEMENTSOF(broken));
+                write_dos_table(f->image, 81 * MiB, (MbrEntry[]){{0x83, 21 * MiB, 24 * MiB}}, 1);
+                discover(f->image, &l, "MBR: ext4 (100 MiB), an extended partition over its end");
+                assert_true(has_note(&l, "partition 1 (ext4, 100.0 MiB", "(libext2fs)"));
+                assert_true(has_note(&l, "partition 5 (24.0 MiB)", "treated as used"));
+                assert_kinds(&l, 81 * MiB, 20 * MiB, ONLY(FS_RANGE_USED) | ONLY(FS_RANGE_METADATA),
+                             "extended partition's boot record and slack, in partition 1");
+                assert_true(fslayout_bytes_in(&l, 1 * MiB, 80 * MiB, FS_RANGE_FREE) > 60 * MiB);
+        }
+        {
+                _cleanup_(fslayout_free) FsLayout l = {};
+
+                make_image(f, 128 * MiB);
+                mkfs_ext4_at(f, fine[0].start, fine[0].size);
+                mkfs_ext4_at(f, 42 * MiB, logical[0].size);
+                write_dos_table(f->image, 0, fine, ELEMENTSOF(fine));
+                write_dos_table(f->image, 41 * MiB, logical, ELEMENTSOF(logical));
+                discover(f->image, &l, "MBR: ext4 (40 MiB), extended: logical ext4 (80 MiB)");
+                assert_true(has_note(&l, "partition 5 (ext4, 80.0 MiB", "(libext2fs)"));
+                assert_kinds(&l, 41 * MiB, 1 * MiB, ONLY(FS_RANGE_USED), "boot record, slack");
+                assert_kinds(&l, 122 * MiB, 5 * MiB, ONLY(FS_RANGE_USED), "extended's tail");
+                assert_true(fslayout_bytes_in(&l, 42 * MiB, 80 * MiB, FS_RANGE_FREE) > 60 * MiB);
+        }
+}
+
+/* A file system larger than what holds it (an image cut short, a partition shrunk under it):
+ * its bitmaps describe another device, nothing of it is called free. */
+static void test_fslayout_ext_truncated(void **state) {
+        Fixture *f = *state;
+        const MbrEntry shrunk[] = {{0x83, 1 * MiB, 40 * MiB}, {0x83, 41 * MiB, 80 * MiB}};
+
+        REQUIRE_TOOLS("mkfs.ext4");
+        {
+                _cleanup_(fslayout_free) FsLayout l = {};
+
+                make_image(f, 64 * MiB);
+                assert_int_equal(run("mkfs.ext4 -q -F %s >/dev/null 2>&1", f->image), 0);
+                assert_int_equal(truncate(f->image, 48 * MiB), 0);
+                discover(f->image, &l, "ext4 of 64 MiB in an image cut to 48 MiB");
+                assert_int_equal(fslayout_bytes(&l, FS_RANGE_FREE), 0);
+                assert_true(has_note(&l, "larger than its partition or device",
+                                     "the rest treated as used"));
+                assert_kinds(&l, 1024, 1024, ONLY(FS_RANGE_METADATA), "superblock");
+        }
+        {
+                _cleanup_(fslayout_free) FsLayout l = {};
+
+                make_image(f, 128 * MiB);
+                mkfs_ext4_at(f, 1 * MiB, 100 * MiB);
+                write_dos_table(f->image, 0, shrunk, ELEMENTSOF(shrunk));
+                discover(f->image, &l, "MBR: ext4 of 100 MiB in a partition of 40 MiB");
+                assert_int_equal(fslayout_bytes_in(&l, 1 * MiB, 40 * MiB, FS_RANGE_FREE), 0);
+                assert_true(has_note(&l, "partition 1 (ext4, 40.0 MiB",
+                                     "larger than its partition or device"));
+        }
 }
 
 /* A journal to replay (or a file system mounted elsewhere) makes the bitmaps stale: nothing may
@@ -1564,12 +1717,16 @@ static void add_sbin_to_path(void) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fslayout_normalize),
+                cmocka_unit_test(test_fslayout_normalize_invalid_kind),
                 cmocka_unit_test(test_fslayout_check),
                 cmocka_unit_test_setup_teardown(test_fslayout_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_unpartitioned_ext4, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_ext_variants, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_gpt_two_partitions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_mbr, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fslayout_mbr_overlap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fslayout_mbr_extended, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fslayout_ext_truncated, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_needs_recovery, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_mounted_ext4, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fslayout_xfs, setup, teardown),
