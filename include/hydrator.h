@@ -37,6 +37,8 @@
 /* Reads in flight and none completed for this long: the device is stalled (first-touch reads
  * of a cold EBS volume take ~0.1 s, a few seconds when deeply queued). */
 #define HYDRATOR_STALL_USEC (10 * UINT64_C(1000000))
+/* A state file system that fails every save: said at the first failure, then this often. */
+#define HYDRATOR_SAVE_ERROR_INTERVAL_USEC (60 * UINT64_C(1000000))
 #define HYDRATOR_AIO_RETRY_USEC (5 * UINT64_C(1000000)) /* io_setup: EAGAIN (fs.aio-max-nr) */
 #define HYDRATOR_RETRY_BASE_USEC (100 * UINT64_C(1000)) /* 0.1 s, 0.4 s, 1.6 s */
 

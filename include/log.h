@@ -18,6 +18,15 @@ void log_setup(const char *program);
  * is 0. */
 int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);
 
+/*
+ * output_write() - write to stdout or stderr (@fd 1 or 2) without ever blocking for long: a pipe,
+ * terminal or socket that takes nothing for half a second loses the write (-EAGAIN), and later
+ * ones are not waited for until it takes one again; that one is preceded by a line saying how
+ * many were lost. Never raises SIGPIPE (-EPIPE). output_printf() formats up to 4 KiB first.
+ */
+int output_write(int fd, const char *buf, size_t n);
+int output_printf(int fd, const char *format, ...) _printf_(2, 3);
+
 #define log_debug(...) (void)log_internal(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) (void)log_internal(LOG_INFO, 0, __VA_ARGS__)
 #define log_warning(...) (void)log_internal(LOG_WARNING, 0, __VA_ARGS__)

@@ -39,6 +39,10 @@ char *format_rate(char *buf, size_t size, uint64_t bytes_per_second);
 /* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left" */
 char *progress_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
                              uint64_t total_bytes, uint64_t rate);
-/* "[########............]  42.1%  12.3/29.3 GiB  187 MiB/s  ETA 3 min" fitted to @width columns. */
+/*
+ * "[########............]  42.1%  12.3/29.3 GiB  187 MiB/s  ETA 3 min", never wider than @width
+ * columns: the bar shrinks to 10, then the ETA, rate, amounts and bar go, the percentage stays. The
+ * amounts are in the unit of the total (KiB, MiB, GiB or TiB).
+ */
 char *progress_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
                           uint64_t total_bytes, uint64_t rate);

@@ -372,8 +372,8 @@ static int open_state_dir(const Args *a, char **ret_path) {
 static unsigned terminal_width(void) {
         struct winsize ws;
 
-        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-                return ws.ws_col;
+        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                return ws.ws_col; /* however narrow: progress_format_bar() fits itself to it */
         return 80;
 }
 
@@ -388,14 +388,13 @@ static void draw_bar(Run *run) {
                 st.rate = (uint64_t)((double)st.run_bytes * 1e6 / (double)st.run_usec);
         progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
                             st.rate);
-        fprintf(stderr, "\r\033[K%s", line);
-        fflush(stderr);
+        (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
         run->bar_drawn = true;
 }
 
 static void clear_bar(Run *run) {
         if (run->bar_drawn)
-                fprintf(stderr, "\r\033[K");
+                (void)output_write(STDERR_FILENO, "\r\033[K", 4);
         run->bar_drawn = false;
 }
 
@@ -421,6 +420,13 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
         return 0;
 }
+
+/* The signals whose default action terminates without a core dump (signal(7)), real-time ones
+ * aside; all of them stop a run the way SIGTERM does. */
+static const int stop_signals[] = {
+        SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR,
+        SIGSTKFLT,
+};
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Run *run = userdata;
@@ -450,51 +456,63 @@ static uint64_t cold_free_bytes(const HydratorStatus *st) {
         return st->plan.total_bytes[PLAN_STAGE_FREE] - st->plan.done_bytes[PLAN_STAGE_FREE];
 }
 
+/* The line on stdout that says how the run ended, for whoever ran it by hand. */
 static void print_summary(Run *run) {
-        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32];
+        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32], line[2048];
         HydratorStatus st;
+        size_t n = 0;
         double secs;
+
+#define APPEND(...)                                                                            \
+        do {                                                                                   \
+                int _w = snprintf(line + n, sizeof(line) - n, __VA_ARGS__);                    \
+                n = _w < 0 ? n : MIN(sizeof(line) - 1, n + (size_t)_w);                       \
+        } while (0)
 
         hydrator_get_status(run->hydrator, &st);
         secs = (double)st.run_usec / 1e6;
+        format_bytes(read, sizeof(read), st.run_bytes);
+        format_rate(rate, sizeof(rate), secs > 0 ? (uint64_t)((double)st.run_bytes / secs) : 0);
         if (st.phase == HYDRATOR_COMPLETE && cold_free_bytes(&st) > 0) {
                 char used[FORMAT_BYTES_MAX], cold[FORMAT_BYTES_MAX];
 
-                printf("%s: hydrated %s of used blocks; %s free space left cold (Mode=used); "
+                APPEND("%s: hydrated %s of used blocks; %s free space left cold (Mode=used); "
                        "read %s in %.1f s (%s average)\n",
                        st.key,
                        format_bytes(used, sizeof(used),
                                     st.size - st.plan.total_bytes[PLAN_STAGE_FREE]),
-                       format_bytes(cold, sizeof(cold), cold_free_bytes(&st)),
-                       format_bytes(read, sizeof(read), st.run_bytes), secs,
-                       format_rate(rate, sizeof(rate),
-                                   secs > 0 ? (uint64_t)((double)st.run_bytes / secs) : 0));
-                fflush(stdout);
+                       format_bytes(cold, sizeof(cold), cold_free_bytes(&st)), read, secs, rate);
+                (void)output_write(STDOUT_FILENO, line, n);
                 return;
         }
-        printf("%s: %s %s of %s in %.1f s (%s average)", st.key,
+        APPEND("%s: %s %s of %s in %.1f s (%s average)", st.key,
                st.phase == HYDRATOR_COMPLETE     ? "hydrated, read"
                : st.phase == HYDRATOR_UNREADABLE ? "finished with unreadable ranges, read"
+               : st.phase == HYDRATOR_FAILED     ? "failed after reading"
                                                  : "stopped after reading",
-               format_bytes(read, sizeof(read), st.run_bytes),
-               format_bytes(total, sizeof(total), st.size), secs,
-               format_rate(rate, sizeof(rate),
-                           secs > 0 ? (uint64_t)((double)st.run_bytes / secs) : 0));
-        if (st.phase != HYDRATOR_COMPLETE) {
+               read, format_bytes(total, sizeof(total), st.size), secs, rate);
+        if (st.phase == HYDRATOR_FAILED) {
+                /* Not "N% hydrated": what was read but could not be saved is read again. */
+                APPEND(": %s", strerror(st.error < 0 ? -st.error : EIO));
+                if (st.unsaved)
+                        APPEND("; the state file could not be saved, the next run resumes from "
+                               "the last checkpoint written");
+        } else if (st.phase != HYDRATOR_COMPLETE) {
                 unsigned pm = progress_permille(st.done_bytes, st.size);
-                printf(", %u.%u%% hydrated", pm / 10, pm % 10);
+                APPEND(", %u.%u%% hydrated", pm / 10, pm % 10);
         }
         if (st.n_bad > 0) {
-                printf("; %zu unreadable range%s:", st.n_bad, st.n_bad == 1 ? "" : "s");
+                APPEND("; %zu unreadable range%s:", st.n_bad, st.n_bad == 1 ? "" : "s");
                 for (size_t i = 0; i < st.n_bad && i < 8; i++)
-                        printf(" %" PRIu64 "-%" PRIu64, st.bad[i].offset,
+                        APPEND(" %" PRIu64 "-%" PRIu64, st.bad[i].offset,
                                st.bad[i].offset + st.bad[i].length - 1);
                 if (st.n_bad > 8)
-                        printf(" ...");
-                printf(" (bytes)");
+                        APPEND(" ...");
+                APPEND(" (bytes)");
         }
-        printf("\n");
-        fflush(stdout);
+        APPEND("\n");
+#undef APPEND
+        (void)output_write(STDOUT_FILENO, line, n);
 }
 
 /* The journal record that says how the run ended; journalctl MESSAGE_ID=... finds them all. */
@@ -689,13 +707,15 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                         return EXIT_FAILED;
 
                 if (n == 0) {
-                        printf("%s: already hydrated, nothing to read\n", key);
+                        (void)output_printf(STDOUT_FILENO,
+                                            "%s: already hydrated, nothing to read\n", key);
                         (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);
                 } else {
                         format_bytes(cold, sizeof(cold), n);
-                        printf("%s: already hydrated (Mode=used: %s free space left cold), "
-                               "nothing to read\n",
-                               key, cold);
+                        (void)output_printf(STDOUT_FILENO,
+                                            "%s: already hydrated (Mode=used: %s free space left "
+                                            "cold), nothing to read\n",
+                                            key, cold);
                         (void)sd_notifyf(false,
                                          "READY=1\nSTATUS=%s: already hydrated (Mode=used: %s "
                                          "free space left cold)",
@@ -703,20 +723,10 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 }
                 return EXIT_COMPLETE;
         }
-        pm = progress_permille(st.done_bytes, st.size);
-        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
-                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
-        else
-                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
-        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
-                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
-                   run->devnode, key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
-                   settings->rate_limit ? ", rate limited" : "",
-                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
-                   settings->yield ? "" : ", Yield=no");
+        /* Everything that can fail before the first read is set up before the "started" record,
+         * so that every such record is followed by one that says how the run ended. */
         if (publish(run, a, id, key) < 0)
                 return EXIT_FAILED;
-
         run->bar = a->progress == PROGRESS_ALWAYS ||
                    (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
         if (run->bar) {
@@ -730,17 +740,37 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         }
         /* The watchdog is fed from the event loop itself: a stuck loop stops feeding it. */
         r = sd_event_set_watchdog(run->event, true);
-        if (r >= 0)
-                r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
-                                               STATUS_INTERVAL_USEC, 0, on_status_timer, run);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the watchdog (WATCHDOG_USEC=%s): %m",
+                                       getenv("WATCHDOG_USEC") ?: ""),
+                       EXIT_FAILED;
+        r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
+                                       STATUS_INTERVAL_USEC, 0, on_status_timer, run);
         if (r >= 0)
                 r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up status reporting: %m"), EXIT_FAILED;
+
+        pm = progress_permille(st.done_bytes, st.size);
+        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
+                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
+        else
+                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
+        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
+                   run->devnode, key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
+                   settings->rate_limit ? ", rate limited" : "",
+                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
+                   settings->yield ? "" : ", Yield=no");
         watch_activity(run, dev, settings);
         r = hydrator_start(run->hydrator, on_finished, run);
-        if (r < 0)
+        if (r < 0) {
+                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, key, run->devnode,
+                           "%s (%s): hydration failed at %u.%u%%: cannot start: %s; progress "
+                           "saved",
+                           key, run->devnode, pm / 10, pm % 10, strerror(-r));
                 return EXIT_FAILED;
+        }
         /* State loaded, bus name owned and reads under way: ready. */
         (void)sd_notify(false, "READY=1");
         notify_status(run);
@@ -749,8 +779,9 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 return log_error_errno(r, "Event loop failed: %m"), EXIT_FAILED;
         draw_bar(run);
         clear_bar(run);
-        print_summary(run);
         hydrator_get_status(run->hydrator, &st);
+        /* The journal first: the terminal may be gone (a closed pipe, a full one), the record
+         * of how the run ended must not go with it. */
         if (st.depth_auto && st.run_bytes > 0)
                 log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
                          key, st.depth, st.depth_changes, (double)st.latency_usec / 1000.0);
@@ -759,6 +790,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 log_warning("%s: progress saved; %s still holds %u read%s, and the kernel lets "
                             "this process exit only when they return",
                             key, run->devnode, st.in_flight, st.in_flight == 1 ? "" : "s");
+        print_summary(run);
         return exit_code_for(&st);
 }
 
@@ -789,8 +821,10 @@ static int run_main(const Args *a) {
                 goto out;
         code = EXIT_COMPLETE;
         if (!settings.enabled) {
-                printf("%s: hydration disabled by configuration (Enabled=no), nothing to do\n",
-                       key);
+                (void)output_printf(STDOUT_FILENO,
+                                    "%s: hydration disabled by configuration (Enabled=no), "
+                                    "nothing to do\n",
+                                    key);
                 (void)sd_notifyf(false, "READY=1\nSTATUS=%s: hydration disabled by configuration",
                                  key);
                 goto out;
@@ -804,10 +838,10 @@ static int run_main(const Args *a) {
                 goto out;
         }
         r = sd_event_default(&run.event);
-        if (r >= 0)
-                r = sd_event_add_signal(run.event, NULL, SIGTERM, on_signal, &run);
-        if (r >= 0)
-                r = sd_event_add_signal(run.event, NULL, SIGINT, on_signal, &run);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(stop_signals); i++)
+                r = sd_event_add_signal(run.event, NULL, stop_signals[i], on_signal, &run);
+        for (int sig = SIGRTMIN; r >= 0 && sig <= SIGRTMAX; sig++)
+                r = sd_event_add_signal(run.event, NULL, sig, on_signal, &run);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the event loop: %m");
                 goto out;
@@ -844,10 +878,18 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 return r == 0 ? EXIT_COMPLETE : EXIT_USAGE;
 
-        /* sd-event takes signals through a signalfd: they must be blocked first. */
+        /* sd-event takes signals through a signalfd: they must be blocked first. Every signal
+         * whose default action ends the process without a core is taken as a stop: a closed SSH
+         * session (SIGHUP) or a stray kill -USR1 saves the checkpoint and prints the summary
+         * before the process dies of it. A closed or full stdout is not a reason to stop
+         * (SIGPIPE), and a file size limit must fail a save, not kill us (SIGXFSZ). */
         sigemptyset(&ss);
-        sigaddset(&ss, SIGTERM);
-        sigaddset(&ss, SIGINT);
+        for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
+                sigaddset(&ss, stop_signals[i]);
+        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+                sigaddset(&ss, sig);
         sigprocmask(SIG_BLOCK, &ss, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        signal(SIGXFSZ, SIG_IGN);
         return run_main(&a);
 }

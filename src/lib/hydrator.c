@@ -46,6 +46,8 @@ struct Hydrator {
         unsigned failures_in_a_row;
         uint64_t last_completion_usec; /* or when reads went in flight after a quiet spell */
         bool stalled;                  /* reads in flight, none completed for a long while */
+        unsigned save_failures;        /* checkpoints that failed in a row */
+        uint64_t save_failure_logged_usec; /* when the last of them was logged */
         bool unsaved;                  /* the last checkpoint could not be written */
         uint64_t chunks_per_request;
         PlanStage stage;  /* the stage being planned */
@@ -289,9 +291,28 @@ static int checkpoint(Hydrator *h) {
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
         h->checkpoint_usec = now;
         h->unsaved = r < 0;
-        if (r < 0)
-                return log_error_errno(r, "Failed to save state file %s.state: %m", h->state->key);
-        return 0;
+        if (r >= 0) {
+                if (h->save_failures > 0)
+                        log_info("%s: state file %s.state saved again, after %u failed save%s",
+                                 h->state->key, h->state->key, h->save_failures,
+                                 h->save_failures == 1 ? "" : "s");
+                h->save_failures = 0;
+                return 0;
+        }
+        /* Said at the first failure, then once a minute with a count (a full file system fails
+         * every checkpoint step, 200 a run), and always at the last save: the run's outcome
+         * rests on it. */
+        h->save_failures++;
+        if (h->save_failures == 1 || h->phase != HYDRATOR_HYDRATING ||
+            now - h->save_failure_logged_usec >= HYDRATOR_SAVE_ERROR_INTERVAL_USEC) {
+                h->save_failure_logged_usec = now;
+                return log_error_errno(r, "Failed to save state file %s.state: %m%s",
+                                       h->state->key,
+                                       h->save_failures > 1 ? " (and every save since the first "
+                                                              "failure)"
+                                                            : "");
+        }
+        return r;
 }
 
 int hydrator_record_complete(Hydrator *h) {

@@ -3,13 +3,18 @@
  * Leveled logging to stderr, journal-aware. See log.h.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-journal.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -27,6 +32,129 @@ static int stderr_is_journal(void) {
         if (fstat(STDERR_FILENO, &st) < 0)
                 return 0;
         return st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
+}
+
+/*
+ * Output that never blocks for long. stdout or stderr may be a pipe that nobody reads (a
+ * `| less` left paused, a wrapper that died): a blocking write there would hold the event loop,
+ * and with it checkpoints, signals and the watchdog, until SIGKILL. So a pipe or a terminal is
+ * written through a private non-blocking descriptor (reopened through /proc/self/fd: the
+ * shared one, and whoever else writes through it, keeps its flags), a socket with MSG_DONTWAIT.
+ * A write that cannot go through within OUTPUT_WAIT_MSEC is dropped, and while a stream drops
+ * it is not waited for at all; once it takes writes again, one line says how many were lost.
+ * Regular files and anything else are written as usual.
+ */
+#define OUTPUT_WAIT_MSEC 500
+
+typedef struct OutputStream {
+        bool setup;
+        bool socket;
+        bool dropping;
+        int fd;       /* what to write to: a private non-blocking descriptor, or the stream's */
+        unsigned lost; /* writes dropped since the last that went through */
+} OutputStream;
+
+static OutputStream output_streams[3];
+
+static void output_setup(OutputStream *o, int fd) {
+        char path[32];
+        struct stat st;
+        int private_fd;
+
+        o->setup = true;
+        o->fd = fd;
+        if (fstat(fd, &st) < 0)
+                return;
+        if (S_ISSOCK(st.st_mode)) {
+                o->socket = true;
+                return;
+        }
+        if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+                return;
+        (void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        private_fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (private_fd >= 0) {
+                o->fd = private_fd;
+                return;
+        }
+        /* No /proc: the shared descriptor, non-blocking, is the lesser evil than a hang. */
+        (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static int64_t mono_msec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes it all, or returns -EAGAIN (not read in time) or the write's error, having written part. */
+static int output_write_all(OutputStream *o, const char *buf, size_t n) {
+        int64_t deadline = mono_msec() + (o->dropping ? 0 : OUTPUT_WAIT_MSEC);
+
+        while (n > 0) {
+                ssize_t w = o->socket ? send(o->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL)
+                                      : write(o->fd, buf, n);
+                int64_t left;
+
+                if (w > 0) {
+                        buf += w;
+                        n -= (size_t)w;
+                        continue;
+                }
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0 && errno != EAGAIN)
+                        return -errno;
+                left = deadline - mono_msec();
+                if (left <= 0)
+                        return -EAGAIN;
+                (void)poll(&(struct pollfd){.fd = o->fd, .events = POLLOUT}, 1, (int)left);
+        }
+        return 0;
+}
+
+int output_write(int fd, const char *buf, size_t n) {
+        OutputStream *o;
+        int r;
+
+        if (fd < 0 || fd > 2)
+                return -EBADF;
+        o = &output_streams[fd];
+        if (!o->setup)
+                output_setup(o, fd);
+        if (o->lost > 0 && !o->dropping) {
+                char note[96];
+                int len = snprintf(note, sizeof(note),
+                                   "(%u line%s lost here: nothing read this stream in time)\n",
+                                   o->lost, o->lost == 1 ? "" : "s");
+
+                o->lost = 0;
+                (void)output_write_all(o, note, (size_t)len);
+        }
+        r = output_write_all(o, buf, n);
+        if (r < 0) {
+                o->dropping = true;
+                o->lost++;
+                return r;
+        }
+        if (o->dropping) {
+                o->dropping = false; /* the note goes out before the next line */
+        }
+        return 0;
+}
+
+int output_printf(int fd, const char *format, ...) {
+        char buf[4096];
+        va_list ap;
+        int n;
+
+        va_start(ap, format);
+        n = vsnprintf(buf, sizeof(buf), format, ap);
+        va_end(ap);
+        if (n < 0)
+                return -EINVAL;
+        return output_write(fd, buf, MIN((size_t)n, sizeof(buf) - 1));
 }
 
 static int parse_level(const char *s) {
@@ -93,9 +221,9 @@ int log_internal(int level, int error, const char *format, ...) {
                 (void)vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
                 if (journal_wanted())
-                        (void)fprintf(stderr, "<%d>%s\n", level, buf);
+                        (void)output_printf(STDERR_FILENO, "<%d>%s\n", level, buf);
                 else
-                        (void)fprintf(stderr, "%s: %s\n", log_program, buf);
+                        (void)output_printf(STDERR_FILENO, "%s: %s\n", log_program, buf);
         }
         errno = saved;
         return error < 0 ? error : -EIO;

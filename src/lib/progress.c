@@ -106,23 +106,57 @@ char *progress_format_status(char *buf, size_t size, const char *key, uint64_t d
         return buf;
 }
 
+/* done/total in the unit that suits the total: "12.3/29.3 GiB", "0.1/0.2 GiB" would say nothing. */
+static void format_amounts(char *buf, size_t size, uint64_t done_bytes, uint64_t total_bytes) {
+        static const struct {
+                uint64_t unit;
+                const char *name;
+        } units[] = {{UINT64_C(1) << 40, "TiB"}, {GiB, "GiB"}, {MiB, "MiB"}, {1024, "KiB"}};
+        size_t i = 0;
+
+        while (i + 1 < ELEMENTSOF(units) && total_bytes < units[i].unit)
+                i++;
+        snprintf(buf, size, "%.1f/%.1f %s", (double)done_bytes / (double)units[i].unit,
+                 (double)total_bytes / (double)units[i].unit, units[i].name);
+}
+
+/*
+ * Fitted to @width by dropping, in this order, the bar's length down to 10, the ETA, the rate,
+ * the amounts and then the bar: the percentage is always there, and the line is never wider than
+ * @width (a wider one wraps, and "\r" then redraws only its last row).
+ */
 char *progress_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
                           uint64_t total_bytes, uint64_t rate) {
-        char tail[128], r[32], d[FORMAT_DURATION_MAX];
+        char pct[16], amounts[64], r[32], d[FORMAT_DURATION_MAX], eta_s[48], tail[256];
         unsigned pm = progress_permille(done_bytes, total_bytes), bar, fill;
         uint64_t eta = progress_eta(done_bytes, total_bytes, rate);
-        size_t used;
+        size_t len;
 
-        snprintf(tail, sizeof(tail), " %3u.%u%%  %.1f/%.1f GiB  %s  ETA %s", pm / 10, pm % 10,
-                 (double)done_bytes / GiB, (double)total_bytes / GiB,
-                 format_rate(r, sizeof(r), rate),
+        snprintf(pct, sizeof(pct), " %3u.%u%%", pm / 10, pm % 10);
+        format_amounts(amounts, sizeof(amounts), done_bytes, total_bytes);
+        snprintf(eta_s, sizeof(eta_s), "ETA %s",
                  eta == PROGRESS_ETA_UNKNOWN ? "?" : format_duration(d, sizeof(d), eta));
-        used = strlen(tail) + 2;
-        bar = width > used + 10 ? (unsigned)(width - used) : 10;
-        bar = MIN(bar, 50u);
-        fill = (unsigned)((uint64_t)bar * pm / 1000);
+        format_rate(r, sizeof(r), rate);
 
-        if (size < (size_t)bar + 3 + strlen(tail)) {
+        for (unsigned drop = 0;; drop++) {
+                snprintf(tail, sizeof(tail), "%s%s%s%s%s%s%s", pct, drop < 3 ? "  " : "",
+                         drop < 3 ? amounts : "", drop < 2 ? "  " : "", drop < 2 ? r : "",
+                         drop < 1 ? "  " : "", drop < 1 ? eta_s : "");
+                len = strlen(tail);
+                if (len + 12 <= width || drop == 3)
+                        break;
+        }
+        if (len + 12 > width) { /* no room for a bar of 10 */
+                const char *t = tail;
+
+                while (*t == ' ' && strlen(t) > width) /* "100.0%" fits in 6 columns */
+                        t++;
+                snprintf(buf, size, "%.*s", (int)MIN((size_t)width, strlen(t)), t);
+                return buf;
+        }
+        bar = MIN((unsigned)(width - len - 2), 50u);
+        fill = (unsigned)((uint64_t)bar * pm / 1000);
+        if (size < (size_t)bar + 3 + len) {
                 snprintf(buf, size, "%s", tail);
                 return buf;
         }

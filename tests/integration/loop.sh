@@ -13,6 +13,8 @@ CONF="$WORK/conf"
 mkdir -p "$STATE" "$CONF"
 chmod 0700 "$STATE" # the daemon refuses a state directory open to others
 
+TESTS=$(cd "$(dirname "$0")" && pwd)
+
 hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never "$@"
 }
@@ -79,6 +81,96 @@ case_sigterm_saves() {
     assert_le "$after" $((total * 102 / 100)) "sectors read over both runs"
 }
 
+# Every signal that would end the process without a core is a stop: progress saved, the
+# summary printed, then death by the signal (a closed SSH session is a SIGHUP).
+case_stop_signals() {
+    local dev total base pid rc sig num read_now after out
+    dev=$(make_loop 256M)
+    total=$(device_sectors "$dev")
+    for sig in HUP USR1 USR2 ALRM RTMIN+3; do
+        rm -f "$STATE/s.state"
+        base=$(sectors_read "$dev")
+        "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=s \
+            --rate-limit=64M "$dev" >"$WORK/out" 2>&1 &
+        pid=$!
+        sleep 1.5
+        kill -s "$sig" "$pid"
+        rc=0
+        wait "$pid" || rc=$?
+        num=$(kill -l "$sig" 2>/dev/null || true)
+        [ -n "$num" ] || num=$(( $(kill -l RTMIN) + 3 ))
+        assert_eq "$rc" $((128 + num)) "exit status after SIG$sig"
+        out=$(cat "$WORK/out")
+        assert_contains "$out" "saving progress and stopping" "SIG$sig: message"
+        assert_contains "$out" "s: stopped after reading" "SIG$sig: summary"
+        read_now=$(($(sectors_read "$dev") - base))
+        hydrate --state-key=s "$dev" >/dev/null || fail "resumed run after SIG$sig exited $?"
+        after=$(($(sectors_read "$dev") - base))
+        [ "$read_now" -lt "$total" ] || fail "SIG$sig came after the end"
+        assert_le "$after" $((total * 102 / 100)) "SIG$sig: sectors read over both runs"
+    done
+}
+
+# stdout or stderr on a full pipe that nobody reads: the run ends as it would otherwise (the
+# lines that do not fit are lost), its outcome in the journal; SIGPIPE is no reason to stop.
+case_output_pipes() {
+    local dev out
+    dev=$(make_loop 64M)
+    out=$("$TESTS/full-pipe.py" stderr 60 "$DAEMON" --no-bus --state-dir="$STATE" \
+        --config-dir="$CONF" --progress=always --state-key=p "$dev")
+    assert_contains "$out" "exit 0" "stderr on a full pipe"
+    assert_contains "$out" "p: hydrated, read 64.0 MiB" "the summary on stdout"
+    rm -f "$STATE/p.state"
+    out=$("$TESTS/full-pipe.py" stdout 60 "$DAEMON" --no-bus --state-dir="$STATE" \
+        --config-dir="$CONF" --progress=never --state-key=p "$dev")
+    assert_contains "$out" "exit 0" "stdout on a full pipe"
+    assert_contains "$out" "p (/dev/" "the outcome on stderr"
+    assert_contains "$out" "hydration complete" "the outcome on stderr"
+    # Already hydrated, piped into a reader that has gone: exit 0, not 141.
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=p \
+        "$dev" 2>/dev/null | true
+    assert_eq "${PIPESTATUS[0]}" 0 "exit status into a closed pipe"
+}
+
+# A state file system that fills up mid-run: the run fails (it cannot record what it read), the
+# summary says so instead of "100% hydrated", and the error is logged a few times, not once per
+# checkpoint step.
+case_state_fs_full() {
+    local dev pid rc=0 out n
+    dev=$(make_loop 256M)
+    mkdir -p "$WORK/small"
+    mount -t tmpfs -o size=64k,mode=0700 tmpfs "$WORK/small" || skip "cannot mount a tmpfs"
+    "$DAEMON" --no-bus --state-dir="$WORK/small" --config-dir="$CONF" --progress=never \
+        --state-key=f --rate-limit=128M "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    wait_for 10 test -s "$WORK/small/f.state"
+    dd if=/dev/zero of="$WORK/small/fill" bs=4k 2>/dev/null || true
+    wait "$pid" || rc=$?
+    out=$(cat "$WORK/out")
+    umount "$WORK/small"
+    echo "$out"
+    assert_eq "$rc" 1 "exit status"
+    assert_contains "$out" "f: failed after reading" "summary"
+    assert_contains "$out" "No space left on device; the state file could not be saved" "summary"
+    assert_not_contains "$out" "hydrated, read" "summary"
+    n=$(grep -c "Failed to save state file f.state" <<<"$out")
+    echo "save errors logged: $n"
+    assert_le "$n" 3 "save errors logged"
+}
+
+# What can fail before the first read fails before the "started" record: no record of a start
+# is ever left without one of how the run ended.
+case_setup_before_start() {
+    local dev out
+    dev=$(make_loop 16M)
+    out=$(WATCHDOG_USEC=soon expect_exit 1 "a bad WATCHDOG_USEC" hydrate --state-key=w "$dev")
+    assert_contains "$out" "Failed to set up the watchdog (WATCHDOG_USEC=soon)" "message"
+    assert_not_contains "$out" "Hydrating" "started record"
+    out=$(DBUS_SYSTEM_BUS_ADDRESS="unix:path=$WORK/no-bus" expect_exit 1 "no bus" \
+        "$DAEMON" --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=w "$dev")
+    assert_not_contains "$out" "Hydrating" "started record"
+}
+
 case_cli_overrides_config() {
     local dev out err
     dev=$(make_loop 64M)
@@ -91,7 +183,7 @@ case_cli_overrides_config() {
     assert_contains "$out" "t8: hydrated, read 64.0 MiB of 64.0 MiB" "summary"
     assert_contains "$err" "queue depth 4, 512 KiB reads" "settings from file and options"
     # --progress=always draws the bar even without a terminal.
-    assert_contains "$err" "100.0%  0.1/0.1 GiB" "progress bar"
+    assert_contains "$err" "100.0%  64.0/64.0 MiB" "progress bar"
 }
 
 case_notify() {
