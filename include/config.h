@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CONFIG_FILE_NAME "hydrate.conf"
@@ -76,25 +77,38 @@ const char *hydrate_mode_to_string(HydrateMode mode);
 /*
  * config_load() - merge the configuration that applies to @target.
  * @dirs: NULL-terminated search path, lowest priority first (e.g. /usr/lib/ebs-hydrate, then
- *        /etc/ebs-hydrate). Missing directories and files are fine.
+ *        /etc/ebs-hydrate). Missing directories and files are fine; a dangling symbolic link is
+ *        not, nor is anything but a regular file in place of one (/dev/null aside: it masks).
  * @settings: in: defaults; out: merged result.
- * @ret_error: on failure, a malloc'ed "FILE:LINE: what is wrong" (or "FILE: ..." for I/O errors).
+ * @ret_error: on failure, a malloc'ed "FILE:LINE: what is wrong" (or "FILE: cannot read: why"),
+ *             with every byte of the file's name and contents that is not printable ASCII
+ *             escaped (cescape() in parse.h).
  *
  * Order: hydrate.conf of the highest-priority directory that has one, then every
  * hydrate.conf.d/<name>.conf sorted by <name> (a name in a higher-priority directory hides the
  * same name in a lower one). A file whose [Match] does not match @target is skipped, but it is
  * still fully validated: a bad file is an error whether it applies or not.
- * Returns 0, -EINVAL for a bad file, or another negative errno for I/O errors.
+ * Returns 0, -EINVAL for a bad file, -ENOLINK for a dangling symbolic link, -EISDIR or -EBADFD
+ * for something that is not a regular file, or another negative errno for I/O errors.
  */
 int config_load(const char *const *dirs, const MatchTarget *target, HydrateSettings *settings,
                 char **ret_error);
 
 /*
  * config_apply_file() - parse one file and, if its [Match] matches, apply it to @settings.
- * Same error contract as config_load(). Exposed for tests and for `ebs-hydratectl` later.
+ * Same error contract as config_load(); -ENOENT if the file does not exist. Exposed for tests
+ * and for `ebs-hydratectl` later.
  */
 int config_apply_file(const char *path, const MatchTarget *target, HydrateSettings *settings,
                       char **ret_error);
+
+/*
+ * config_parse_buffer() - what config_apply_file() does once it has read the file: parse @size
+ * bytes at @data as the file @name (for messages) and apply them if their [Match] matches.
+ * No I/O, for the fuzzer and tests. Returns 0, -EINVAL (*ret_error "NAME:LINE: ...") or -ENOMEM.
+ */
+int config_parse_buffer(const char *name, const char *data, size_t size, const MatchTarget *target,
+                        HydrateSettings *settings, char **ret_error);
 
 /* device_name_matches() - glob @pattern against mapping @name, treating sdX/xvdX and /dev/ prefixes
  * alike. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parsing and formatting of the values admins type and read: sizes with binary suffixes,
- * booleans, bounded integers, human-readable byte counts and durations. Pure functions.
+ * booleans, bounded integers, human-readable byte counts and durations, and text from files made
+ * safe to print. Pure functions.
  */
 #pragma once
 
@@ -33,5 +34,19 @@ char *format_bytes(char *buf, size_t size, uint64_t bytes);
  */
 char *format_duration(char *buf, size_t size, uint64_t seconds);
 
+/*
+ * cescape() - @s (its first @n bytes, or up to its NUL) as text safe to put in a message: every
+ * byte that is not printable ASCII is written as a C escape (\n, \t, \x1b, \xc3 ...), and a
+ * backslash as \\, so that what a file holds can never drive the terminal or fake a log line.
+ * Writes at most @size bytes, NUL included: an escape that does not fit is left out, and the
+ * text then ends in "..." (if @size is at least 4). CESCAPE_MAX(@n) bytes are always enough.
+ * Returns buf.
+ */
+char *cescape(char *buf, size_t size, const char *s, size_t n);
+
+#define CESCAPE_MAX(n) (4 * (size_t)(n) + 1)
+/* CESCAPE() - cescape() into an anonymous buffer of @size bytes (a constant) that lives until the
+ * end of the enclosing block: for the argument of a message. */
+#define CESCAPE(s, n, size) cescape((char[size]){0}, (size), (s), (n))
 #define FORMAT_BYTES_MAX 32
 #define FORMAT_DURATION_MAX 32

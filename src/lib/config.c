@@ -13,11 +13,14 @@
 #include <fnmatch.h>
 #include <ini.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -28,6 +31,10 @@
 #define BLOCK_SIZE_ALIGN UINT64_C(4096)
 #define WHITESPACE " \t\r"
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* At most @n bytes of @s, from one line of a file, escaped for a message (parse.h). The buffer
+ * lives until the end of the enclosing block. */
+#define ESCAPED(s, n) CESCAPE((s), (n), CESCAPE_MAX(CONFIG_LINE_MAX))
 
 typedef enum MatchKey {
         MATCH_VOLUME_ID,
@@ -40,6 +47,18 @@ static const char *const match_key_names[_MATCH_KEY_MAX] = {
         [MATCH_VOLUME_ID] = "VolumeId",
         [MATCH_DEVICE_NAME] = "DeviceName",
         [MATCH_KERNEL_NAME] = "KernelName",
+};
+
+/* Why a pattern with a '/' can never match: none of the names has one. */
+static const char *const match_key_no_slash[_MATCH_KEY_MAX] = {
+        [MATCH_VOLUME_ID] = "volume ids contain no '/'",
+        [MATCH_DEVICE_NAME] = "mapping names contain no '/' after a leading /dev/",
+        [MATCH_KERNEL_NAME] = "kernel names contain no '/': nvme1n1, not /dev/nvme1n1",
+};
+
+static const char *const char_classes[] = {
+        "alnum", "alpha", "blank", "cntrl", "digit", "graph",
+        "lower", "print", "punct", "space", "upper", "xdigit",
 };
 
 /* One file being parsed: inih's reader and handler both work on it. */
@@ -140,11 +159,20 @@ bool device_name_matches(const char *pattern, const char *name) {
         return p && !isempty(n) && fnmatch(p, n, 0) == 0;
 }
 
-/* Records the first error of the file at @lineno; later ones are dropped. Returns @code. */
+/* @path escaped for a message (parse.h), malloc'ed; NULL when out of memory. */
+static char *escape_path(const char *path) {
+        size_t n = strlen(path);
+        char *buf = malloc(CESCAPE_MAX(n));
+
+        return buf ? cescape(buf, CESCAPE_MAX(n), path, n) : NULL;
+}
+
+/* Records the first error of the file at @lineno; later ones are dropped. Returns @code. Whatever
+ * the message quotes from the file must be ESCAPED(). */
 static int parser_fail_at(Parser *p, unsigned lineno, int code, const char *format, ...)
         _printf_(4, 5);
 static int parser_fail_at(Parser *p, unsigned lineno, int code, const char *format, ...) {
-        _cleanup_free_ char *what = NULL;
+        _cleanup_free_ char *what = NULL, *name = NULL;
         va_list ap;
         int r;
 
@@ -155,7 +183,8 @@ static int parser_fail_at(Parser *p, unsigned lineno, int code, const char *form
         va_end(ap);
         if (r < 0)
                 what = NULL; /* undefined after a failure */
-        if (r < 0 || asprintf(&p->error, "%s:%u: %s", p->path, lineno, what) < 0) {
+        name = escape_path(p->path);
+        if (r < 0 || !name || asprintf(&p->error, "%s:%u: %s", name, lineno, what) < 0) {
                 p->error = NULL;
                 code = -ENOMEM;
         }
@@ -181,7 +210,8 @@ static int parser_fail_value(Parser *p, const char *key, const char *value, cons
                 why = NULL;
                 return parser_fail(p, -ENOMEM, "out of memory");
         }
-        return parser_fail(p, -EINVAL, "invalid value '%s' for %s= (expected %s)", value, key, why);
+        return parser_fail(p, -EINVAL, "invalid value '%s' for %s= (expected %s)",
+                           ESCAPED(value, SIZE_MAX), key, why);
 }
 
 static void parser_done(Parser *p) {
@@ -213,9 +243,9 @@ static bool check_comment_chars(Parser *p, const char *line, size_t n) {
                                   "start of the line)");
         else
                 (void)parser_fail(p, -EINVAL,
-                                  "invalid character '%c' in '%.*s' ('#' and ';' may only start "
+                                  "invalid character '%c' in '%s' ('#' and ';' may only start "
                                   "a comment line)",
-                                  line[i], (int)n, line);
+                                  line[i], ESCAPED(line, n));
         return true;
 }
 
@@ -237,26 +267,28 @@ static void check_line(Parser *p, const char *line) {
                 if (line[strcspn(line, "=:")] != '=')
                         (void)parser_fail(
                                 p, -EINVAL,
-                                "expected 'Key=Value', '[Section]' or a comment, got '%.*s'",
-                                (int)n, line);
+                                "expected 'Key=Value', '[Section]' or a comment, got '%s'",
+                                ESCAPED(line, n));
         } else if (n < 2 || line[n - 1] != ']') {
-                (void)parser_fail(p, -EINVAL, "malformed section header '%.*s'", (int)n, line);
+                (void)parser_fail(p, -EINVAL, "malformed section header '%s'", ESCAPED(line, n));
         } else if (!section_is_known(line + 1, n - 2)) {
-                (void)parser_fail(p, -EINVAL, "unknown section [%.*s]", (int)(n - 2), line + 1);
+                (void)parser_fail(p, -EINVAL, "unknown section [%s]", ESCAPED(line + 1, n - 2));
         }
 }
 
 /*
  * inih's line reader. Handing over one line at a time (without its newline, which inih would
  * count as an extra line when the line fills its buffer) keeps p->lineno exact for the
- * handler. Leading whitespace is dropped: indentation is not a continuation line here.
+ * handler. Leading whitespace is dropped: indentation is not a continuation line here. The
+ * file ends at its first mistake: only that one is reported, and inih has reported any on an
+ * earlier line already.
  */
 static char *next_line(char *str, int num, void *stream) {
         Parser *p = stream;
         const char *line = p->pos, *eol;
         size_t len, limit;
 
-        if (line >= p->end || num < 1)
+        if (line >= p->end || num < 1 || p->error_code < 0)
                 return NULL;
         eol = memchr(line, '\n', (size_t)(p->end - line));
         len = (size_t)((eol ?: p->end) - line);
@@ -280,7 +312,7 @@ static char *next_line(char *str, int num, void *stream) {
         memcpy(str, line, len);
         str[len] = '\0';
         check_line(p, str);
-        return str;
+        return p->error_code < 0 ? NULL : str;
 }
 
 static int parse_enabled(Parser *p, const char *key, const char *value) {
@@ -380,8 +412,8 @@ static int parse_hot_paths(Parser *p, const char *key, const char *value) {
                 size_t len = strcspn(w, WHITESPACE);
 
                 if (w[0] != '/')
-                        return parser_fail(p, -EINVAL, "invalid path '%.*s' in %s= (expected %s)",
-                                           (int)len, w, key, HYDRATE_HOT_PATHS_SYNTAX);
+                        return parser_fail(p, -EINVAL, "invalid path '%s' in %s= (expected %s)",
+                                           ESCAPED(w, len), key, HYDRATE_HOT_PATHS_SYNTAX);
                 w += len;
         }
         if (strlen(value) >= sizeof(p->settings.hot_paths)) /* cannot be: lines are shorter */
@@ -421,7 +453,112 @@ static int parse_hydrate_key(Parser *p, const char *key, const char *value) {
                 memcpy((char *)&p->settings + k->offset, (char *)&defaults + k->offset, k->size);
                 return 0;
         }
-        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Hydrate]", key);
+        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Hydrate]",
+                           ESCAPED(key, SIZE_MAX));
+}
+
+static bool is_char_class(const char *name, size_t len) {
+        for (size_t i = 0; i < ELEMENTSOF(char_classes); i++)
+                if (strlen(char_classes[i]) == len && strncmp(name, char_classes[i], len) == 0)
+                        return true;
+        return false;
+}
+
+/*
+ * One element of a bracket expression at *@s: a character, "\c", "[.c.]", "[=c=]" or a class
+ * "[:name:]". Stores its character in *@ret_c (-1 for a class) and moves *@s past it.
+ * Returns NULL, or why the element is malformed.
+ */
+static const char *bracket_element(const char **s, int *ret_c) {
+        const char *p = *s;
+
+        if (p[0] == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+                const char end[3] = {p[1], ']', '\0'}, *close = strstr(p + 2, end);
+
+                if (!close)
+                        return p[1] == ':' ? "'[:' without its ':]'"
+                                           : "'[.' or '[=' without its end";
+                if (p[1] == ':' && !is_char_class(p + 2, (size_t)(close - p - 2)))
+                        return "unknown character class";
+                if (p[1] != ':' && close - p - 2 != 1)
+                        return "a collating element must be a single character";
+                *ret_c = p[1] == ':' ? -1 : (unsigned char)p[2];
+                *s = close + 2;
+                return NULL;
+        }
+        if (p[0] == '\\' && p[1])
+                p++;
+        if (!*p)
+                return "'[' without a closing ']' (a literal '[' is written \\[)";
+        *ret_c = (unsigned char)*p;
+        *s = p + 1;
+        return NULL;
+}
+
+/* The bracket expression at *@s ('['): moves *@s past its ']'. Returns NULL, or what is wrong. */
+static const char *bracket_problem(const char **s) {
+        const char *p = *s + 1 + (((*s)[1] == '!' || (*s)[1] == '^')), *why;
+
+        /* A ']' right after the '[' (or "[!") is a member, not the end. */
+        for (bool first = true;; first = false) {
+                int lo, hi;
+
+                if (*p == ']' && !first) {
+                        *s = p + 1;
+                        return NULL;
+                }
+                why = bracket_element(&p, &lo);
+                if (why)
+                        return why;
+                if (p[0] != '-' || p[1] == ']' || !p[1])
+                        continue;
+                p++;
+                why = bracket_element(&p, &hi);
+                if (why)
+                        return why;
+                if (lo < 0 || hi < 0)
+                        return "a character class cannot bound a range";
+                if (hi < lo)
+                        return "a reversed range matches nothing";
+        }
+}
+
+/*
+ * Why fnmatch(3) pattern @s cannot be what was meant, or NULL. fnmatch() reads an unclosed '['
+ * as a literal one, and a trailing '\', an unknown class or a reversed range as something that
+ * matches nothing, all without a word.
+ */
+static const char *glob_problem(const char *s) {
+        for (const char *p = s; *p;) {
+                if (*p == '\\') {
+                        if (!p[1])
+                                return "a '\\' at the end escapes nothing";
+                        p += 2;
+                } else if (*p == '[') {
+                        const char *why = bracket_problem(&p);
+
+                        if (why)
+                                return why;
+                } else {
+                        p++;
+                }
+        }
+        return NULL;
+}
+
+/* Refuses a pattern (@len bytes at @w) that can never match what key @k tests. */
+static int check_pattern(Parser *p, MatchKey k, const char *w, size_t len) {
+        char pattern[CONFIG_LINE_MAX + 1];
+        const char *s = pattern, *why;
+
+        (void)snprintf(pattern, sizeof(pattern), "%.*s", (int)MIN(len, (size_t)CONFIG_LINE_MAX), w);
+        if (k == MATCH_DEVICE_NAME && strncmp(s, "/dev/", 5) == 0)
+                s += 5;
+        why = strchr(s, '/') ? match_key_no_slash[k] : glob_problem(s);
+        if (!why)
+                return 0;
+        return parser_fail(p, -EINVAL, "invalid pattern '%s' in %s= (%s)",
+                           ESCAPED(pattern, SIZE_MAX), match_key_names[k], why);
 }
 
 static int parse_match_key(Parser *p, const char *key, const char *value) {
@@ -432,11 +569,21 @@ static int parse_match_key(Parser *p, const char *key, const char *value) {
                         p->match[k] = strv_free(p->match[k]);
                         return 0;
                 }
+                for (const char *w = value + strspn(value, WHITESPACE); *w;
+                     w += strspn(w, WHITESPACE)) {
+                        size_t len = strcspn(w, WHITESPACE);
+                        int r = check_pattern(p, k, w, len);
+
+                        if (r < 0)
+                                return r;
+                        w += len;
+                }
                 if (strv_extend_words(&p->match[k], value) < 0)
                         return parser_fail(p, -ENOMEM, "out of memory");
                 return 0;
         }
-        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Match]", key);
+        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Match]",
+                           ESCAPED(key, SIZE_MAX));
 }
 
 /* inih's handler: nonzero on success. */
@@ -450,9 +597,11 @@ static int handle_assignment(void *user, const char *section, const char *key, c
         else if (streq(section, "Match"))
                 r = parse_match_key(p, key, value);
         else if (isempty(section))
-                r = parser_fail(p, -EINVAL, "key '%s' before any section header", key);
-        else
-                r = parser_fail(p, -EINVAL, "key '%s' in unknown section [%s]", key, section);
+                r = parser_fail(p, -EINVAL, "key '%s' before any section header",
+                                ESCAPED(key, SIZE_MAX));
+        else /* check_line() has failed at the header already: this error is never the first */
+                r = parser_fail(p, -EINVAL, "key '%s' in unknown section [%s]",
+                                ESCAPED(key, SIZE_MAX), ESCAPED(section, SIZE_MAX));
         return r >= 0;
 }
 
@@ -508,14 +657,11 @@ static char *path_join(const char *dir, const char *name) {
         return asprintf(&r, "%s/%s", dir, name) < 0 ? NULL : r;
 }
 
-static int read_file(const char *path, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -1;
+/* Reads @fd to its end, at most CONFIG_FILE_SIZE_MAX - 1 bytes, NUL-terminated. */
+static int read_fd(int fd, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 0;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
         for (;;) {
                 ssize_t n;
 
@@ -547,14 +693,160 @@ static int read_file(const char *path, char **ret, size_t *ret_size) {
         return 0;
 }
 
-/* Stores "PATH: cannot read: <strerror>" in *ret_error. Returns @error. */
-static int fail_io(char **ret_error, int error, const char *path) {
-        if (ret_error) {
-                errno = -error;
-                if (asprintf(ret_error, "%s: cannot read: %m", path) < 0)
-                        *ret_error = NULL;
-        }
+/* Stores "PATH: cannot read: <reason>" in *ret_error; "%m" in @format is @error. Returns @error. */
+static int fail_read(char **ret_error, int error, const char *path, const char *format, ...)
+        _printf_(4, 5);
+static int fail_read(char **ret_error, int error, const char *path, const char *format, ...) {
+        _cleanup_free_ char *name = NULL, *why = NULL;
+        va_list ap;
+        int r;
+
+        if (!ret_error)
+                return error;
+        errno = -error;
+        va_start(ap, format);
+        r = vasprintf(&why, format, ap);
+        va_end(ap);
+        if (r < 0)
+                why = NULL;
+        name = escape_path(path);
+        if (r < 0 || !name || asprintf(ret_error, "%s: cannot read: %s", name, why) < 0)
+                *ret_error = NULL;
         return error;
+}
+
+/*
+ * After a lookup of @path failed with ENOENT: 0 if nothing is there, or -ENOLINK (with
+ * *ret_error set) if @path is a symbolic link to something that does not exist. A dangling link
+ * is a mistake, not an absent file: it must not silently hide or replace another file.
+ */
+static int check_dangling(const char *path, char **ret_error) {
+        _cleanup_free_ char *target = NULL;
+        char buf[PATH_MAX];
+        ssize_t n;
+
+        n = readlink(path, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return 0; /* nothing there (or gone since, or replaced by a file: also fine) */
+        buf[n] = '\0';
+        target = escape_path(buf);
+        if (!target)
+                return -ENOMEM;
+        return fail_read(ret_error, -ENOLINK, path, "symbolic link to '%s', which does not exist",
+                         target);
+}
+
+static const char *file_kind(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFDIR:
+                return "a directory";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFSOCK:
+                return "a socket";
+        case S_IFBLK:
+                return "a block device";
+        case S_IFCHR:
+                return "a character device";
+        default:
+                return "of an unknown kind";
+        }
+}
+
+/* /dev/null, or a symbolic link to it: a file that is masked, as systemd has it. */
+static bool is_dev_null(const struct stat *st) {
+        return S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3);
+}
+
+/* Refuses anything but a regular file (or /dev/null): a FIFO would block, a device is no file. */
+static int check_regular(const struct stat *st, const char *path, char **ret_error) {
+        if (S_ISREG(st->st_mode) || is_dev_null(st))
+                return 0;
+        return fail_read(ret_error, S_ISDIR(st->st_mode) ? -EISDIR : -EBADFD, path,
+                         "not a regular file but %s", file_kind(st->st_mode));
+}
+
+/*
+ * Reads the configuration file @path whole, NUL-terminated; /dev/null, or a symbolic link to it,
+ * reads as empty. Only a regular file is ever opened, and without blocking: a FIFO is refused,
+ * not waited on. Returns 1, 0 if @path does not exist, or a negative errno with *ret_error set.
+ */
+static int read_config_file(const char *path, char **ret, size_t *ret_size, char **ret_error) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? check_dangling(path, ret_error)
+                                       : fail_read(ret_error, -errno, path, "%m");
+        r = check_regular(&st, path, ret_error);
+        if (r < 0)
+                return r;
+        if (is_dev_null(&st)) {
+                *ret = NULL;
+                *ret_size = 0;
+                return 1;
+        }
+        /* O_NONBLOCK: if a FIFO has taken the file's place since stat(), fstat() says so. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return fail_read(ret_error, -errno, path, "%m");
+        if (fstat(fd, &st) < 0)
+                return fail_read(ret_error, -errno, path, "%m");
+        if (!S_ISREG(st.st_mode))
+                return fail_read(ret_error, -EBADFD, path, "not a regular file but %s",
+                                 file_kind(st.st_mode));
+        r = st.st_size >= (off_t)CONFIG_FILE_SIZE_MAX ? -EFBIG : read_fd(fd, ret, ret_size);
+        if (r < 0)
+                return fail_read(ret_error, r, path, "%m");
+        return 1;
+}
+
+/**
+ * config_parse_buffer() - parse one file's contents and, if its [Match] matches, apply them.
+ * @name: the file's name, for messages.
+ * @data: its contents, @size bytes, not necessarily NUL-terminated.
+ * @size: the number of bytes at @data.
+ * @target: what [Match] tests; NULL is a device about which nothing is known.
+ * @settings: in: current settings; out: with the [Hydrate] applied if the file matches.
+ * @ret_error: NULL on success; on failure a malloc'ed "NAME:LINE: ..." (NULL if out of memory).
+ *
+ * The contents are validated in full even when they do not match. @settings is left untouched
+ * on failure. No I/O: config_load() reads each file and hands it over to this.
+ *
+ * Return: 0, -EINVAL for a mistake in the file, or -ENOMEM.
+ */
+int config_parse_buffer(const char *name, const char *data, size_t size, const MatchTarget *target,
+                        HydrateSettings *settings, char **ret_error) {
+        _cleanup_(parser_done) Parser p = {.path = name, .settings = *settings};
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        r = parser_run(&p, size > 0 ? data : "", size);
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(p.error);
+                return r;
+        }
+        if (parser_matches(&p, target))
+                *settings = p.settings;
+        return 0;
+}
+
+/* config_apply_file(), but a missing file is fine: returns 1 if applied or skipped, 0 if
+ * missing. */
+static int apply_if_exists(const char *path, const MatchTarget *target, HydrateSettings *settings,
+                           char **ret_error) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        int r;
+
+        r = read_config_file(path, &buf, &size, ret_error);
+        if (r <= 0)
+                return r;
+        r = config_parse_buffer(path, buf, size, target, settings, ret_error);
+        return r < 0 ? r : 1;
 }
 
 /**
@@ -567,46 +859,20 @@ static int fail_io(char **ret_error, int error, const char *path) {
  * The file is validated in full even when it does not match. @settings is left untouched on
  * failure.
  *
- * Return: 0; -EINVAL for a bad file; -ENOENT if it does not exist; another negative errno.
+ * Return: 0; -EINVAL for a bad file; -ENOENT if it does not exist; -ENOLINK for a dangling
+ * symbolic link; -EISDIR or -EBADFD for something that is not a regular file; another negative
+ * errno.
  */
 int config_apply_file(const char *path, const MatchTarget *target, HydrateSettings *settings,
                       char **ret_error) {
-        _cleanup_(parser_done) Parser p = {.path = path, .settings = *settings};
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
         int r;
 
         if (ret_error)
                 *ret_error = NULL;
-        r = read_file(path, &buf, &size);
-        if (r < 0)
-                return fail_io(ret_error, r, path);
-        r = parser_run(&p, buf, size);
-        if (r < 0) {
-                if (ret_error)
-                        *ret_error = TAKE_PTR(p.error);
-                return r;
-        }
-        if (parser_matches(&p, target))
-                *settings = p.settings;
-        return 0;
-}
-
-/* Like config_apply_file(), but a missing file is fine. Returns 1 if applied or skipped, 0 if
- * missing. */
-static int apply_if_exists(const char *path, const MatchTarget *target, HydrateSettings *settings,
-                           char **ret_error) {
-        int r;
-
-        r = config_apply_file(path, target, settings, ret_error);
-        if (r == -ENOENT) {
-                if (ret_error) {
-                        free(*ret_error);
-                        *ret_error = NULL;
-                }
-                return 0;
-        }
-        return r < 0 ? r : 1;
+        r = apply_if_exists(path, target, settings, ret_error);
+        if (r == 0)
+                return fail_read(ret_error, -ENOENT, path, "%m");
+        return r < 0 ? r : 0;
 }
 
 static int apply_main_file(const char *const *dirs, size_t n_dirs, const MatchTarget *target,
@@ -679,7 +945,8 @@ static int collect_dropins_in(const char *dir, size_t priority, DropInList *l, c
                 return -ENOMEM;
         n = scandir(path, &entries, dropin_filter, NULL);
         if (n < 0)
-                return errno == ENOENT ? 0 : fail_io(ret_error, -errno, path);
+                return errno == ENOENT ? check_dangling(path, ret_error)
+                                       : fail_read(ret_error, -errno, path, "%m");
         for (int i = 0; i < n; i++) {
                 if (r >= 0)
                         r = dropin_list_add(l, path, entries[i]->d_name, priority);
@@ -711,6 +978,21 @@ static int apply_dropins(const char *const *dirs, size_t n_dirs, const MatchTarg
         return 0;
 }
 
+/* A directory of the search path may be missing, but not be a dangling symbolic link. */
+static int check_dirs(const char *const *dirs, size_t n_dirs, char **ret_error) {
+        for (size_t i = 0; i < n_dirs; i++) {
+                struct stat st;
+                int r;
+
+                if (stat(dirs[i], &st) == 0 || errno != ENOENT)
+                        continue; /* what is wrong with it is found when it is read */
+                r = check_dangling(dirs[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /**
  * config_load() - merge the configuration that applies to @target.
  * @dirs: NULL-terminated search path, lowest priority first; NULL is an empty path.
@@ -720,7 +1002,7 @@ static int apply_dropins(const char *const *dirs, size_t n_dirs, const MatchTarg
  *
  * See config.h for the order in which files apply.
  *
- * Return: 0, -EINVAL for a bad file, or another negative errno for I/O errors.
+ * Return: 0, -EINVAL for a bad file, or another negative errno (see config_apply_file()).
  */
 int config_load(const char *const *dirs, const MatchTarget *target, HydrateSettings *settings,
                 char **ret_error) {
@@ -732,6 +1014,9 @@ int config_load(const char *const *dirs, const MatchTarget *target, HydrateSetti
                 *ret_error = NULL;
         while (dirs && dirs[n_dirs])
                 n_dirs++;
+        r = check_dirs(dirs, n_dirs, ret_error);
+        if (r < 0)
+                return r;
         r = apply_main_file(dirs, n_dirs, target, &merged, ret_error);
         if (r < 0)
                 return r;

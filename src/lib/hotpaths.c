@@ -24,6 +24,8 @@
 #include "util.h"
 
 #define FIEMAP_BATCH 128
+/* A path as a warning shows it: file names can hold any byte (parse.h). A log line is no longer. */
+#define SHOWN(path) CESCAPE((path), SIZE_MAX, 1024)
 #define SKIPPED_EXTENT_FLAGS \
         (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_DATA_INLINE)
 
@@ -36,6 +38,7 @@ typedef struct Collector {
         int last_r;
         uint64_t last_offset;
         bool full;
+        bool warned; /* about the HotPaths= entry being walked */
 } Collector;
 
 static int read_sysfs_u64(const char *sysfs_root, dev_t dev, const char *rel, uint64_t *ret) {
@@ -186,31 +189,86 @@ static int map_file(Collector *c, const char *path, const struct stat *st, const
         r = offset_for(c, st->st_dev, &offset);
         if (r == -EXDEV)
                 return 1; /* said once per entry, by the caller */
-        if (r < 0)
+        if (r < 0) {
+                c->warned = true;
                 return log_warning_errno(r, "HotPaths=: cannot place %s on the disk (%m), skipping",
-                                         path),
+                                         SHOWN(path)),
                        0;
+        }
         fd = open_file(path);
-        if (fd < 0)
-                return log_warning_errno(fd, "HotPaths=: cannot open %s (%m), skipping", path), 0;
+        if (fd < 0) {
+                c->warned = true;
+                return log_warning_errno(fd, "HotPaths=: cannot open %s (%m), skipping",
+                                         SHOWN(path)),
+                       0;
+        }
         r = hotpaths_file_extents(fd, offset, &c->ranges, &c->n);
         if (r == -ENOMEM)
                 return r;
         if (r == -E2BIG) {
                 log_warning("HotPaths=: more than %" PRIu64 " extents; the rest of %s and what "
                             "follows it are not hot",
-                            HOTPATHS_RANGES_MAX, top);
-                c->full = true;
+                            HOTPATHS_RANGES_MAX, SHOWN(top));
+                c->full = c->warned = true;
                 return 0;
         }
-        if (r < 0)
-                log_warning_errno(r, "HotPaths=: cannot map the blocks of %s (%m), skipping", path);
+        if (r < 0) {
+                c->warned = true;
+                log_warning_errno(r, "HotPaths=: cannot map the blocks of %s (%m), skipping",
+                                  SHOWN(path));
+        }
         return 0;
+}
+
+static const char *file_kind(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFBLK:
+                return "a block device";
+        case S_IFCHR:
+                return "a character device";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFSOCK:
+                return "a socket";
+        default:
+                return "of an unknown kind";
+        }
+}
+
+/* Whether the ranges grew since there were @n, the last @last_length long: a file adds to the
+ * last range when it follows it on the disk. */
+static bool ranges_grew(const Collector *c, size_t n, uint64_t last_length) {
+        return c->n != n || (n > 0 && c->ranges[n - 1].length != last_length);
+}
+
+/* An entry that adds nothing to read must say so: HotPaths=/dev is a mistake, not a no-op. */
+static void warn_if_nothing(const Collector *c, const char *top, bool is_dir, size_t files) {
+        if (c->warned)
+                return;
+        if (is_dir && files == 0)
+                log_warning("HotPaths=: %s contains no regular files, nothing to read there",
+                            SHOWN(top));
+        else
+                log_warning("HotPaths=: %s has no data on the disk, nothing to read there",
+                            SHOWN(top));
+}
+
+/* The entry named by HotPaths= itself, when it is not a file or directory. */
+static void warn_top(Collector *c, const FTSENT *e) {
+        c->warned = true;
+        if (e->fts_info == FTS_SLNONE)
+                log_warning("HotPaths=: %s is a symbolic link to nothing, skipping it",
+                            SHOWN(e->fts_path));
+        else
+                log_warning("HotPaths=: %s is %s, not a file or directory, skipping it",
+                            SHOWN(e->fts_path), file_kind(e->fts_statp->st_mode));
 }
 
 static int walk(Collector *c, const char *top) {
         char *argv[] = {(char *)top, NULL};
-        bool elsewhere = false, single = false;
+        bool elsewhere = false, single = false, is_dir = false;
+        size_t n = c->n, files = 0;
+        uint64_t last_length = n > 0 ? c->ranges[n - 1].length : 0;
         FTS *fts;
         FTSENT *e;
         int r = 0;
@@ -218,11 +276,19 @@ static int walk(Collector *c, const char *top) {
         fts = fts_open(argv, FTS_PHYSICAL | FTS_COMFOLLOW | FTS_XDEV | FTS_NOCHDIR, NULL);
         if (!fts)
                 return errno == ENOMEM ? -ENOMEM : 0;
+        c->warned = false;
         while (r >= 0 && !c->full && (e = fts_read(fts))) {
-                if (e->fts_info == FTS_NS || e->fts_info == FTS_DNR || e->fts_info == FTS_ERR)
+                if (e->fts_info == FTS_NS || e->fts_info == FTS_DNR || e->fts_info == FTS_ERR) {
+                        c->warned = true;
                         log_warning_errno(-e->fts_errno, "HotPaths=: cannot read %s (%m), skipping",
-                                          e->fts_path);
-                else if (e->fts_info == FTS_F && S_ISREG(e->fts_statp->st_mode)) {
+                                          SHOWN(e->fts_path));
+                } else if (e->fts_level == 0 &&
+                           (e->fts_info == FTS_SLNONE || e->fts_info == FTS_DEFAULT)) {
+                        warn_top(c, e);
+                } else if (e->fts_level == 0 && e->fts_info == FTS_D) {
+                        is_dir = true;
+                } else if (e->fts_info == FTS_F && S_ISREG(e->fts_statp->st_mode)) {
+                        files++;
                         r = map_file(c, e->fts_path, e->fts_statp, top);
                         if (r == 1) {
                                 elsewhere = true;
@@ -235,11 +301,15 @@ static int walk(Collector *c, const char *top) {
         }
         (void)fts_close(fts);
         if (elsewhere && single)
-                log_warning("HotPaths=: %s is not on the device being hydrated, skipping it", top);
+                log_warning("HotPaths=: %s is not on the device being hydrated, skipping it",
+                            SHOWN(top));
         else if (elsewhere)
                 log_warning("HotPaths=: %s has files that are not on the device being hydrated, "
                             "skipping those",
-                            top);
+                            SHOWN(top));
+        c->warned = c->warned || elsewhere;
+        if (r >= 0 && !ranges_grew(c, n, last_length))
+                warn_if_nothing(c, top, is_dir, files);
         return r < 0 ? r : 0;
 }
 
@@ -260,7 +330,7 @@ int hotpaths_resolve(const char *paths, dev_t disk, const char *sysfs_root, Byte
                 }
                 if (lstat(path, &st) < 0) {
                         log_warning_errno(-errno, "HotPaths=: cannot reach %s (%m), skipping",
-                                          path);
+                                          SHOWN(path));
                         continue;
                 }
                 r = walk(&c, path);

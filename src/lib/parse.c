@@ -192,3 +192,67 @@ char *format_duration(char *buf, size_t size, uint64_t seconds) {
         }
         return buf;
 }
+
+/* Writes the escape of @c to @out (NUL-terminated); returns its length, 1 to 4. */
+static size_t escape_char(char out[static 5], unsigned char c) {
+        static const char hex[] = "0123456789abcdef";
+        static const char named[][2] = {
+                {'\a', 'a'}, {'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'},
+                {'\r', 'r'}, {'\t', 't'}, {'\v', 'v'}, {'\\', '\\'},
+        };
+
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+                out[0] = (char)c;
+                out[1] = '\0';
+                return 1;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(named); i++)
+                if (c == (unsigned char)named[i][0]) {
+                        out[0] = '\\';
+                        out[1] = named[i][1];
+                        out[2] = '\0';
+                        return 2;
+                }
+        out[0] = '\\';
+        out[1] = 'x';
+        out[2] = hex[c >> 4];
+        out[3] = hex[c & 0xf];
+        out[4] = '\0';
+        return 4;
+}
+
+/**
+ * cescape() - make text from a file safe to put in a message.
+ * @buf: output buffer; CESCAPE_MAX(@n) bytes are always enough.
+ * @size: size of @buf.
+ * @s: the text.
+ * @n: how many bytes of @s at most; the text also ends at a NUL.
+ *
+ * See parse.h for what is escaped and how a cut is marked.
+ *
+ * Return: @buf.
+ */
+char *cescape(char *buf, size_t size, const char *s, size_t n) {
+        size_t len = 0, fits_dots = 0; /* the last cut after which "..." still fits */
+
+        if (size == 0)
+                return buf;
+        for (size_t i = 0; i < n && s[i]; i++) {
+                char e[5];
+                size_t k = escape_char(e, (unsigned char)s[i]);
+
+                if (len + k >= size) {
+                        if (size >= 4) {
+                                memcpy(buf + fits_dots, "...", 3);
+                                len = fits_dots + 3;
+                        }
+                        break;
+                }
+                memcpy(buf + len, e, k);
+                len += k;
+                if (len + 3 < size)
+                        fits_dots = len;
+        }
+        buf[len] = '\0';
+        return buf;
+}

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for config_load(): a two-directory search path (usr, then etc) with main files and
- * drop-ins, all cut from one input, merged for a MatchTarget that the input names too. The merge
- * must agree with applying the same files one by one in the documented order, error text included.
+ * Fuzz target for the hydrate.conf parser, in memory: config_parse_buffer() on one file and one
+ * MatchTarget, both cut from the input. Nothing is written to disk, so an input costs a parse or
+ * two; reading, ordering and hiding files (config_load()) is test-config.c's business.
  *
- * Input, parts separated by "%%" lines (an empty part is a missing file):
- *   0: the target: up to three lines, volume id, mapping name, kernel name (empty: no target)
- *   1: usr/hydrate.conf        2: etc/hydrate.conf
- *   3 + 2k: usr/hydrate.conf.d/NN.conf    4 + 2k: etc/hydrate.conf.d/NN.conf    (NN: k, 00..11)
+ * Input: up to three lines, volume id, mapping name, kernel name (none at all: no target), then
+ * a "%%" line, then the file, to the end of the input. Without a "%%" line among the first four,
+ * all of it is the file.
+ *
+ * Invariants: the result is 0 or -EINVAL. An error names the file and a line it has, is
+ * printable ASCII only (the file's bytes are escaped), leaves the settings alone, and is the same
+ * for the file cut after that line and without a target (the first mistake is reported, and
+ * [Match] is validated whether it matches or not). A success gives valid settings, and applying
+ * the file again changes nothing.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,189 +23,139 @@
 #include "fuzz-util.h"
 #include "util.h"
 
-#define DROPIN_NAMES 12
-#define PART_TARGET 0
-#define PART_MAIN 1   /* + directory index */
-#define PART_DROPIN 3 /* + 2 * name index + directory index */
-#define PARTS (PART_DROPIN + 2 * DROPIN_NAMES)
-
-static const char *const dir_names[2] = {"usr", "etc"};
+#define FILE_NAME "etc/hydrate.conf.d/50-fuzz.conf"
 
 typedef struct Input {
-        FuzzChunk parts[PARTS];
-        char *target_fields[3];
+        char *fields[3];
         MatchTarget target;
         bool has_target;
-        char *dirs[2];
+        char *file; /* an exact-size copy, so that ASan sees a read past its end */
+        size_t size;
 } Input;
 
-static char *xasprintf(const char *format, ...) _printf_(1, 2);
-static char *xasprintf(const char *format, ...) {
-        va_list ap;
-        char *s;
-        int r;
-
-        va_start(ap, format);
-        r = vasprintf(&s, format, ap);
-        va_end(ap);
-        fuzz_assert(r >= 0);
-        return s;
+static void input_done(Input *in) {
+        for (size_t i = 0; i < ELEMENTSOF(in->fields); i++)
+                free(in->fields[i]);
+        free(in->file);
 }
 
-static void parse_target(Input *in) {
-        const FuzzChunk *c = &in->parts[PART_TARGET];
-        const uint8_t *p = c->data, *end = c->data + c->size;
+/* The target: up to three lines at @data, before the "%%" line at @sep. */
+static void parse_target(Input *in, const uint8_t *data, const uint8_t *sep) {
+        const uint8_t *p = data;
 
-        in->has_target = c->size > 0;
-        for (size_t i = 0; i < 3 && p < end; i++) {
-                const uint8_t *eol = memchr(p, '\n', (size_t)(end - p)) ?: end;
+        in->has_target = sep > data;
+        for (size_t i = 0; i < ELEMENTSOF(in->fields) && p < sep; i++) {
+                const uint8_t *eol = memchr(p, '\n', (size_t)(sep - p)) ?: sep;
                 FuzzChunk line = {p, (size_t)(eol - p)};
 
-                in->target_fields[i] = fuzz_strdup(&line);
-                p = eol + (eol < end);
+                in->fields[i] = fuzz_strdup(&line);
+                p = eol + 1;
         }
-        in->target = (MatchTarget){
-                .volume_id = in->target_fields[0],
-                .device_name = in->target_fields[1],
-                .kernel_name = in->target_fields[2],
-        };
+        in->target = (MatchTarget){in->fields[0], in->fields[1], in->fields[2]};
 }
 
-static char *dropin_rel(size_t dir, size_t k) {
-        return xasprintf("%s/" CONFIG_DROPIN_DIR_NAME "/%02zu.conf", dir_names[dir], k);
-}
+/* Where the "%%" line that ends the target is: it is one of the first four lines. */
+static const uint8_t *find_separator(const uint8_t *data, size_t size) {
+        const uint8_t *p = data, *end = data + size;
 
-static void write_tree(Input *in) {
-        for (size_t d = 0; d < 2; d++) {
-                _cleanup_free_ char *main_rel = NULL;
+        for (int i = 0; i < 4 && p < end; i++) {
+                const uint8_t *eol = memchr(p, '\n', (size_t)(end - p)) ?: end;
 
-                fuzz_mkdirs(dir_names[d]);
-                in->dirs[d] = xasprintf("%s/%s", fuzz_scratch_dir(), dir_names[d]);
-                main_rel = xasprintf("%s/" CONFIG_FILE_NAME, dir_names[d]);
-                fuzz_write_file(main_rel, &in->parts[PART_MAIN + d]);
-                for (size_t k = 0; k < DROPIN_NAMES; k++) {
-                        _cleanup_free_ char *rel = dropin_rel(d, k);
-
-                        fuzz_write_file(rel, &in->parts[PART_DROPIN + 2 * k + d]);
-                }
+                if (eol - p == 2 && p[0] == '%' && p[1] == '%')
+                        return p;
+                p = eol + 1;
         }
+        return NULL;
 }
 
-/* The directory that provides a file: etc hides usr. -1 if neither has it. */
-static int winning_dir(const Input *in, size_t part_usr) {
-        return in->parts[part_usr + 1].size > 0 ? 1 : in->parts[part_usr].size > 0 ? 0 : -1;
-}
+static void input_init(Input *in, const uint8_t *data, size_t size) {
+        const uint8_t *sep = find_separator(data, size);
+        FuzzChunk file = {data, size};
 
-/* config_apply_file() on @rel if present; returns its result. */
-static int apply_one(const Input *in, int dir, const char *rel, HydrateSettings *settings,
-                     char **ret_error) {
-        _cleanup_free_ char *path = NULL;
-
-        if (dir < 0)
-                return 0;
-        path = xasprintf("%s/%s", in->dirs[dir], rel);
-        return config_apply_file(path, in->has_target ? &in->target : NULL, settings, ret_error);
-}
-
-/* The documented order, spelt out: main file of the highest directory, then drop-ins by name. */
-static int reference_merge(const Input *in, HydrateSettings *settings, char **ret_error) {
-        HydrateSettings merged = *settings;
-        int r;
-
-        r = apply_one(in, winning_dir(in, PART_MAIN), CONFIG_FILE_NAME, &merged, ret_error);
-        for (size_t k = 0; r >= 0 && k < DROPIN_NAMES; k++) {
-                _cleanup_free_ char *rel = xasprintf(CONFIG_DROPIN_DIR_NAME "/%02zu.conf", k);
-
-                r = apply_one(in, winning_dir(in, PART_DROPIN + 2 * k), rel, &merged, ret_error);
+        if (sep) {
+                parse_target(in, data, sep);
+                file.data = MIN(sep + 3, data + size); /* after "%%\n", if any */
+                file.size = (size_t)(data + size - file.data);
         }
-        if (r >= 0)
-                *settings = merged;
-        return r;
+        in->file = malloc(MAX(file.size, (size_t)1));
+        fuzz_assert(in->file);
+        if (file.size > 0)
+                memcpy(in->file, file.data, file.size);
+        in->size = file.size;
 }
 
 static bool settings_valid(const HydrateSettings *s) {
         return (s->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO ||
                 (s->queue_depth >= 1 && s->queue_depth <= HYDRATE_QUEUE_DEPTH_MAX)) &&
                s->block_size % 4096 == 0 && s->block_size >= HYDRATE_BLOCK_SIZE_MIN &&
-               s->block_size <= HYDRATE_BLOCK_SIZE_MAX;
+               s->block_size <= HYDRATE_BLOCK_SIZE_MAX && s->mode >= 0 &&
+               s->mode < _HYDRATE_MODE_MAX && memchr(s->hot_paths, '\0', sizeof(s->hot_paths));
 }
 
 static bool settings_equal(const HydrateSettings *a, const HydrateSettings *b) {
         return a->enabled == b->enabled && a->queue_depth == b->queue_depth &&
-               a->block_size == b->block_size && a->rate_limit == b->rate_limit;
+               a->block_size == b->block_size && a->rate_limit == b->rate_limit &&
+               a->mode == b->mode && strcmp(a->hot_paths, b->hot_paths) == 0 &&
+               a->yield == b->yield;
 }
 
-static size_t count_lines(const FuzzChunk *c) {
-        size_t n = 1;
+/* config_parse_buffer() on the first @size bytes of the file, with the common checks. */
+static int parse(const Input *in, size_t size, const MatchTarget *target, HydrateSettings *settings,
+                 char **ret_error) {
+        int r = config_parse_buffer(FILE_NAME, in->file, size, target, settings, ret_error);
 
-        for (size_t i = 0; i < c->size; i++)
-                n += c->data[i] == '\n';
-        return n;
+        fuzz_assert(r == 0 || r == -EINVAL);
+        fuzz_assert(r == 0 ? !*ret_error : !!*ret_error);
+        return r;
 }
 
-/* "DIR/REL:LINE: what", naming a file we wrote and a line that it has. */
-static void check_error_names_line(const Input *in, const char *error) {
-        const char *root = fuzz_scratch_dir();
-        size_t root_len = strlen(root);
+/* "FILE_NAME:LINE: what", printable ASCII only; returns where line LINE ends (after its '\n'). */
+static size_t check_error(const Input *in, const char *error) {
+        const char *c = in->file, *end = in->file + in->size;
         unsigned long line;
-        char *end;
+        char *rest;
 
-        fuzz_assert(error && strncmp(error, root, root_len) == 0 && error[root_len] == '/');
-        for (size_t part = PART_MAIN; part < PARTS; part++) {
-                _cleanup_free_ char *rel =
-                        part < PART_DROPIN
-                                ? xasprintf("%s/" CONFIG_FILE_NAME, dir_names[part - PART_MAIN])
-                                : dropin_rel((part - PART_DROPIN) % 2, (part - PART_DROPIN) / 2);
-                size_t n = strlen(rel);
-
-                if (strncmp(error + root_len + 1, rel, n) != 0 || error[root_len + 1 + n] != ':')
-                        continue;
-                fuzz_assert(in->parts[part].size > 0);
-                line = strtoul(error + root_len + 1 + n + 1, &end, 10);
-                fuzz_assert(line >= 1 && line <= count_lines(&in->parts[part]));
-                fuzz_assert(strncmp(end, ": ", 2) == 0 && end[2] != '\0');
-                return;
+        fuzz_assert(strncmp(error, FILE_NAME ":", strlen(FILE_NAME ":")) == 0);
+        line = strtoul(error + strlen(FILE_NAME ":"), &rest, 10);
+        fuzz_assert(line >= 1 && strncmp(rest, ": ", 2) == 0 && rest[2] != '\0');
+        for (const char *p = error; *p; p++)
+                fuzz_assert(*p >= 0x20 && *p < 0x7f);
+        for (unsigned long n = 1; n < line; n++) { /* the file has that line */
+                c = memchr(c, '\n', (size_t)(end - c));
+                fuzz_assert(c);
+                c++;
         }
-        fuzz_assert(!"error names no file of the input");
-}
-
-static void input_done(Input *in) {
-        for (size_t i = 0; i < ELEMENTSOF(in->target_fields); i++)
-                free(in->target_fields[i]);
-        for (size_t d = 0; d < 2; d++)
-                free(in->dirs[d]);
-        fuzz_scratch_clear();
+        c = memchr(c, '\n', (size_t)(end - c));
+        return c ? (size_t)(c + 1 - in->file) : in->size;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_(input_done) Input in = {};
-        _cleanup_free_ char *error = NULL, *ref_error = NULL;
-        HydrateSettings defaults, settings, ref;
-        const char *dirs[3];
-        int r, ref_r;
+        _cleanup_free_ char *error = NULL, *again_error = NULL;
+        const MatchTarget *target;
+        HydrateSettings start, s, again;
+        int r;
 
-        (void)fuzz_split(data, size, in.parts, PARTS);
-        parse_target(&in);
-        write_tree(&in);
-        dirs[0] = in.dirs[0];
-        dirs[1] = in.dirs[1];
-        dirs[2] = NULL;
-
-        hydrate_settings_init(&defaults);
-        settings = ref = defaults;
-        r = config_load(dirs, in.has_target ? &in.target : NULL, &settings, &error);
-        ref_r = reference_merge(&in, &ref, &ref_error);
-
-        fuzz_assert(r == 0 || r == -EINVAL);
-        fuzz_assert(r == ref_r);
-        if (r < 0) {
-                fuzz_assert(settings_equal(&settings, &defaults));
-                fuzz_assert(error && ref_error && strcmp(error, ref_error) == 0);
-                check_error_names_line(&in, error);
-        } else {
-                fuzz_assert(!error && !ref_error);
-                fuzz_assert(settings_valid(&settings));
-                fuzz_assert(settings_equal(&settings, &ref));
+        input_init(&in, data, size);
+        target = in.has_target ? &in.target : NULL;
+        /* Not the defaults: what the file leaves alone must come out as it went in. */
+        start = (HydrateSettings){.queue_depth = 3,
+                                  .block_size = 8192,
+                                  .rate_limit = 5,
+                                  .mode = HYDRATE_MODE_USED,
+                                  .hot_paths = "/odd"};
+        s = start;
+        r = parse(&in, in.size, target, &s, &error);
+        again = s;
+        if (r == 0) {
+                fuzz_assert(settings_valid(&s));
+                fuzz_assert(parse(&in, in.size, target, &again, &again_error) == 0);
+                fuzz_assert(settings_equal(&again, &s));
+                return 0;
         }
+        fuzz_assert(settings_equal(&s, &start));
+        fuzz_assert(parse(&in, check_error(&in, error), NULL, &again, &again_error) == r);
+        fuzz_assert(strcmp(error, again_error) == 0);
+        fuzz_assert(settings_equal(&again, &start));
         return 0;
 }

@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -853,7 +855,282 @@ static void test_config_error_dropin_is_directory(void **state) {
 
         mkdir_parents(dir);
         assert_load_fails(f, -EISDIR, ETC "/hydrate.conf.d/50-dir.conf",
-                          ": cannot read: Is a directory");
+                          ": cannot read: not a regular file but a directory");
+}
+
+/* Removes ROOT/@relative: a file, a link or an empty directory. */
+static void remove_at(const Fixture *f, const char *relative) {
+        _cleanup_free_ char *path = fixture_path(f, relative);
+
+        assert_int_equal(remove(path), 0);
+}
+
+static void mkfifo_at(const Fixture *f, const char *relative) {
+        _cleanup_free_ char *path = fixture_path(f, relative);
+
+        mkdir_parents(path);
+        assert_int_equal(mkfifo(path, 0644), 0);
+}
+
+/* ROOT/@relative as a symbolic link to @target, parents made. */
+static void symlink_file(const Fixture *f, const char *target, const char *relative) {
+        _cleanup_free_ char *path = fixture_path(f, relative);
+
+        mkdir_parents(path);
+        (void)unlink(path);
+        assert_int_equal(symlink(target, path), 0);
+}
+
+static void test_config_error_dangling_symlink(void **state) {
+        Fixture *f = *state;
+
+        /* It would hide the vendor drop-in of the same name without a word. */
+        write_file(f, USR "/hydrate.conf.d/50-x.conf", "[Hydrate]\nQueueDepth=7\n");
+        symlink_file(f, "/nonexistent/50-x.conf", ETC "/hydrate.conf.d/50-x.conf");
+        assert_load_fails(f, -ENOLINK, ETC "/hydrate.conf.d/50-x.conf",
+                          ": cannot read: symbolic link to '/nonexistent/50-x.conf', which does "
+                          "not exist");
+        remove_at(f, ETC "/hydrate.conf.d/50-x.conf");
+        assert_int_equal(queue_depth_for(f, &dev_f), 7);
+
+        /* A main file would fall back to the vendor's without a word. */
+        write_file(f, USR "/hydrate.conf", "[Hydrate]\nQueueDepth=8\n");
+        symlink_file(f, "../../missing.conf", ETC "/hydrate.conf");
+        assert_load_fails(f, -ENOLINK, ETC "/hydrate.conf",
+                          ": cannot read: symbolic link to '../../missing.conf', which does not "
+                          "exist");
+        remove_at(f, ETC "/hydrate.conf");
+
+        /* So would a whole directory. */
+        remove_at(f, ETC "/hydrate.conf.d");
+        symlink_file(f, "/nonexistent", ETC "/hydrate.conf.d");
+        assert_load_fails(f, -ENOLINK, ETC "/hydrate.conf.d",
+                          ": cannot read: symbolic link to '/nonexistent', which does not exist");
+        remove_at(f, ETC "/hydrate.conf.d");
+        remove_at(f, ETC);
+        symlink_file(f, "/nonexistent", ETC);
+        assert_load_fails(f, -ENOLINK, ETC,
+                          ": cannot read: symbolic link to '/nonexistent', which does not exist");
+
+        /* A file that is not there at all is fine, as is a link to one that is. */
+        remove_at(f, ETC);
+        write_file(f, "elsewhere/60-y.conf", "[Hydrate]\nQueueDepth=60\n");
+        symlink_file(f, "../../../elsewhere/60-y.conf", ETC "/hydrate.conf.d/60-y.conf");
+        assert_int_equal(queue_depth_for(f, &dev_f), 60);
+}
+
+static void test_config_dev_null_masks(void **state) {
+        Fixture *f = *state;
+        HydrateSettings e;
+
+        /* As systemd has it: a link to /dev/null in /etc masks the file of that name. */
+        write_file(f, USR "/hydrate.conf", "[Hydrate]\nQueueDepth=8\n");
+        write_file(f, USR "/hydrate.conf.d/50-x.conf", "[Hydrate]\nRateLimit=7M\n");
+        write_file(f, USR "/hydrate.conf.d/60-y.conf", "[Hydrate]\nBlockSize=8K\n");
+        symlink_file(f, "/dev/null", ETC "/hydrate.conf.d/50-x.conf");
+        symlink_file(f, "/dev/null", ETC "/hydrate.conf");
+        hydrate_settings_init(&e);
+        e.block_size = 8192; /* the one file that is not masked */
+        assert_loads(f, &dev_f, &e);
+}
+
+/* Dies instead of hanging if the daemon would hang: ctest reports the test as failed. */
+static void fail_if_stuck(unsigned seconds) {
+        (void)alarm(seconds);
+}
+
+static void test_config_error_not_a_regular_file(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *sock = fixture_path(f, ETC "/hydrate.conf.d/70-z.conf");
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd;
+
+        fail_if_stuck(10);
+        mkfifo_at(f, ETC "/hydrate.conf.d/50-x.conf");
+        assert_load_fails(f, -EBADFD, ETC "/hydrate.conf.d/50-x.conf",
+                          ": cannot read: not a regular file but a FIFO");
+        remove_at(f, ETC "/hydrate.conf.d/50-x.conf");
+
+        /* A main file too: the vendor's is hidden, not read instead. */
+        write_file(f, USR "/hydrate.conf", "[Hydrate]\nQueueDepth=8\n");
+        mkfifo_at(f, ETC "/hydrate.conf");
+        assert_load_fails(f, -EBADFD, ETC "/hydrate.conf",
+                          ": cannot read: not a regular file but a FIFO");
+        remove_at(f, ETC "/hydrate.conf");
+        fail_if_stuck(0);
+
+        symlink_file(f, "/dev/zero", ETC "/hydrate.conf.d/60-y.conf");
+        assert_load_fails(f, -EBADFD, ETC "/hydrate.conf.d/60-y.conf",
+                          ": cannot read: not a regular file but a character device");
+        remove_at(f, ETC "/hydrate.conf.d/60-y.conf");
+
+        if (strlen(sock) >= sizeof(sa.sun_path))
+                return;
+        strcpy(sa.sun_path, sock);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_load_fails(f, -EBADFD, ETC "/hydrate.conf.d/70-z.conf",
+                          ": cannot read: not a regular file but a socket");
+        (void)close(fd);
+}
+
+static void test_config_error_huge_file_not_read(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *path = fixture_path(f, ETC "/hydrate.conf");
+        int fd;
+
+        /* 10 GiB, sparse: refused at once, never slurped into memory. */
+        mkdir_parents(path);
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)10 << 30), 0);
+        assert_int_equal(close(fd), 0);
+        assert_load_fails(f, -EFBIG, ETC "/hydrate.conf", ": cannot read: File too large");
+}
+
+#define UNCLOSED "'[' without a closing ']' (a literal '[' is written \\[)"
+
+static void test_config_error_invalid_pattern(void **state) {
+        static const struct {
+                const char *line;
+                const char *why;
+        } cases[] = {
+                {"KernelName=[", UNCLOSED},
+                {"KernelName=nvme[0-9n1", UNCLOSED},
+                {"KernelName=[]", UNCLOSED},
+                {"KernelName=[!]", UNCLOSED},
+                {"KernelName=nvme\\", "a '\\' at the end escapes nothing"}, /* echoed as \\ */
+                {"KernelName=[[:digits:]]", "unknown character class"},
+                {"KernelName=[[:alpha:]", UNCLOSED},
+                {"KernelName=[[:alpha]", "'[:' without its ':]'"},
+                {"KernelName=nvme[9-0]n1", "a reversed range matches nothing"},
+                {"KernelName=[[:digit:]-9]", "a character class cannot bound a range"},
+                {"KernelName=[[.ab.]]", "a collating element must be a single character"},
+                {"VolumeId=vol-[0-9", UNCLOSED},
+                {"DeviceName=/dev/sd[f", UNCLOSED},
+                {"KernelName=/dev/nvme1n1",
+                 "kernel names contain no '/': nvme1n1, not /dev/nvme1n1"},
+                {"VolumeId=*/vol-0123", "volume ids contain no '/'"},
+                {"DeviceName=/dev/disk/by-id/x",
+                 "mapping names contain no '/' after a leading /dev/"},
+        };
+        Fixture *f = *state;
+
+        /* fnmatch() would take each silently, and never match what was meant. */
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *content =
+                        xasprintf("[Match]\nKernelName=nvme*\n%s nvme1n1\n", cases[i].line);
+                const char *eq = strchr(cases[i].line, '=');
+                const char *shown = streq_ptr(eq + 1, "nvme\\") ? "nvme\\\\" : eq + 1;
+                _cleanup_free_ char *expected =
+                        xasprintf(":3: invalid pattern '%s' in %.*s (%s)", shown,
+                                  (int)(eq + 1 - cases[i].line), cases[i].line, cases[i].why);
+
+                print_message("%s\n", cases[i].line);
+                write_file(f, ETC "/hydrate.conf.d/10-m.conf", content);
+                assert_load_fails(f, -EINVAL, ETC "/hydrate.conf.d/10-m.conf", expected);
+        }
+}
+
+static void test_config_valid_patterns(void **state) {
+        static const char *const patterns[] = {
+                "nvme[0-9]n1",
+                "nvme?n*",
+                "[]n]vme1n1",
+                "[!a-m]vme1n1",
+                "nvme[[:digit:]]n1",
+                "\\nvme1n1",
+                "nvme1n[1-]",
+                "[[.n.]]vme1n1",
+                "[[=n=]]vme1n1",
+                "nvme1n[\\]1]",
+                "*[[:alpha:][:digit:]]",
+        };
+        Fixture *f = *state;
+
+        for (size_t i = 0; i < ELEMENTSOF(patterns); i++) {
+                _cleanup_free_ char *content =
+                        xasprintf("[Match]\nKernelName=%s\n[Hydrate]\nQueueDepth=5\n", patterns[i]);
+
+                print_message("%s\n", patterns[i]);
+                write_file(f, ETC "/hydrate.conf", content);
+                assert_int_equal(queue_depth_for(f, &dev_f), 5);
+        }
+}
+
+static void test_config_error_control_bytes_escaped(void **state) {
+        static const struct {
+                const char *content;
+                const char *expected;
+        } cases[] = {
+                {"[Hydrate]\nQueueDepth=\x1b[2J\n",
+                 ":2: invalid value '\\x1b[2J' for QueueDepth= (expected auto or an integer from "
+                 "1 to 1024)"},
+                {"[Hydrate]\nQueue\x1b]0;x\x07"
+                 "Depth=1\n",
+                 ":2: invalid character ';' in 'Queue\\x1b]0;x\\aDepth=1' ('#' and ';' may only "
+                 "start a comment line)"},
+                {"[Hydrate]\n\x1b[31mQueueDepth=1\n",
+                 ":2: unknown key '\\x1b[31mQueueDepth' in section [Hydrate]"},
+                {"[Match]\nVolume\rId=x\n", ":2: unknown key 'Volume\\rId' in section [Match]"},
+                {"\x1b[1m=1\n", ":1: key '\\x1b[1m' before any section header"},
+                {"[Hydrate\x08\x08]\n", ":1: unknown section [Hydrate\\b\\b]"},
+                {"[\x1b\n", ":1: malformed section header '[\\x1b'"},
+                {"[Hydrate]\n\x9b"
+                 "2J\n",
+                 ":2: expected 'Key=Value', '[Section]' or a comment, got '\\x9b2J'"},
+                {"[Hydrate]\nHotPaths=/a \x1b[2J\n",
+                 ":2: invalid path '\\x1b[2J' in HotPaths= (expected absolute paths separated "
+                 "by spaces)"},
+                {"[Match]\nKernelName=\x1b[\n",
+                 ":2: invalid pattern '\\x1b[' in KernelName= ('[' without a closing ']' (a "
+                 "literal '[' is written \\[))"},
+        };
+        Fixture *f = *state;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                print_message("case %zu\n", i);
+                write_file(f, ETC "/hydrate.conf", cases[i].content);
+                assert_load_fails(f, -EINVAL, ETC "/hydrate.conf", cases[i].expected);
+        }
+}
+
+static void test_config_error_file_name_escaped(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *err = NULL, *expected = NULL;
+        HydrateSettings s;
+
+        write_file(f, ETC "/hydrate.conf.d/\x1b[2J.conf", "[Hydrate]\nQueueDepth=0\n");
+        hydrate_settings_init(&s);
+        assert_int_equal(load(f, &dev_f, &s, &err), -EINVAL);
+        expected = xasprintf("%s/" ETC "/hydrate.conf.d/\\x1b[2J.conf:2: invalid value '0' for "
+                             "QueueDepth= (expected auto or an integer from 1 to 1024)",
+                             f->root);
+        assert_string_equal(err, expected);
+}
+
+static void test_config_parse_buffer(void **state) {
+        static const char data[] = "[Hydrate]\nQueueDepth=5\nRateLimit=1M-and-more";
+        _cleanup_free_ char *err = NULL;
+        HydrateSettings s;
+
+        /* Not NUL-terminated, and named as the caller likes. */
+        hydrate_settings_init(&s);
+        assert_int_equal(config_parse_buffer("mem.conf", data, strlen("[Hydrate]\nQueueDepth=5"),
+                                             &dev_f, &s, &err),
+                         0);
+        assert_null(err);
+        assert_int_equal(s.queue_depth, 5);
+        assert_int_equal(config_parse_buffer("mem.conf", data, strlen(data), &dev_f, &s, &err),
+                         -EINVAL);
+        assert_string_equal(err, "mem.conf:3: invalid value '1M-and-more' for RateLimit= "
+                                 "(expected bytes per second such as 200M, or 0, off or none)");
+        assert_int_equal(s.queue_depth, 5); /* untouched */
+        free(err);
+        err = NULL;
+        assert_int_equal(config_parse_buffer("empty", NULL, 0, NULL, &s, &err), 0);
+        assert_null(err);
 }
 
 static void test_config_error_unreadable(void **state) {
@@ -1025,6 +1302,15 @@ int main(void) {
                 fixture_test(test_config_error_in_file_that_does_not_match),
                 fixture_test(test_config_error_keeps_earlier_files_out),
                 fixture_test(test_config_error_dropin_is_directory),
+                fixture_test(test_config_error_dangling_symlink),
+                fixture_test(test_config_dev_null_masks),
+                fixture_test(test_config_error_not_a_regular_file),
+                fixture_test(test_config_error_huge_file_not_read),
+                fixture_test(test_config_error_invalid_pattern),
+                fixture_test(test_config_valid_patterns),
+                fixture_test(test_config_error_control_bytes_escaped),
+                fixture_test(test_config_error_file_name_escaped),
+                fixture_test(test_config_parse_buffer),
                 fixture_test(test_config_error_unreadable),
                 fixture_test(test_config_apply_file_missing),
                 fixture_test(test_config_shipped_file),

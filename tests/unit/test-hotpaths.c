@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* HotPaths=: partitions found through a fake sysfs, FIEMAP on a file of our own, bad paths. */
+/* HotPaths=: partitions found through a fake sysfs, FIEMAP on a file of our own, bad paths and
+ * the warnings that name them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -9,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -134,20 +138,146 @@ static void test_hotpaths_file_extents(void **state) {
         assert_true(total >= 4 * sizeof(buf));
 }
 
+/*
+ * hotpaths_resolve() in a child process whose stderr, where warnings go, is a file from before
+ * its first warning: log.c may keep a descriptor of its own for a stream it has written to, so
+ * stderr is not redirected after the fact. Returns what was logged; *ret_n is 0, or 1 if any
+ * range was found.
+ */
+static char *resolve_logged(const char *paths, dev_t disk, const char *sysfs_root, size_t *ret_n) {
+        char *log = calloc(1, 65536);
+        FILE *tmp = tmpfile();
+        int status;
+        pid_t pid;
+
+        assert_non_null(log);
+        assert_non_null(tmp);
+        (void)fflush(NULL);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                ByteRange *ranges = NULL;
+                size_t n = 0;
+                int r;
+
+                (void)dup2(fileno(tmp), STDERR_FILENO);
+                r = hotpaths_resolve(paths, disk, sysfs_root, &ranges, &n);
+                free(ranges);
+                _exit(r < 0 ? 2 : n > 0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) <= 1);
+        *ret_n = (size_t)WEXITSTATUS(status);
+        rewind(tmp);
+        (void)fread(log, 1, 65535, tmp);
+        (void)fclose(tmp);
+        print_message("%s", log);
+        return log;
+}
+
+static size_t count_lines(const char *s) {
+        size_t n = 0;
+
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+/* Expects a line of @log that has "HotPaths=: ROOT/@rel@what". */
+static void assert_warned(const Fixture *f, const char *log, const char *rel, const char *what) {
+        char expected[512];
+
+        snprintf(expected, sizeof(expected), "HotPaths=: %s/%s%s", f->root, rel, what);
+        assert_non_null(strstr(log, expected));
+}
+
 /* Nothing reachable or on the disk: no ranges, no error (each path is warned about). The disk
  * is one that does not exist, so that files in /tmp are never on it. */
 static void test_hotpaths_unreachable(void **state) {
         Fixture *f = *state;
-        _cleanup_free_ ByteRange *ranges = NULL;
+        _cleanup_free_ char *log = NULL, *none = NULL;
         char paths[512];
         size_t n = 7;
 
         snprintf(paths, sizeof(paths), "  /nonexistent/hot %s/devices/sda/dev\t%s/dev  ", f->root,
                  f->root);
-        assert_int_equal(hotpaths_resolve(paths, makedev(4095, 4095), f->root, &ranges, &n), 0);
+        log = resolve_logged(paths, makedev(4095, 4095), f->root, &n);
         assert_int_equal(n, 0);
-        assert_int_equal(hotpaths_resolve("", makedev(4095, 4095), f->root, &ranges, &n), 0);
+        assert_non_null(strstr(log, "HotPaths=: cannot reach /nonexistent/hot (No such file"));
+        none = resolve_logged("", makedev(4095, 4095), f->root, &n);
         assert_int_equal(n, 0);
+        assert_string_equal(none, "");
+}
+
+/* What contributes nothing says so, and why: never a silent no-op. */
+static void test_hotpaths_warns_about_nothing_to_read(void **state) {
+        Fixture *f = *state;
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        _cleanup_free_ char *log = NULL;
+        char paths[1024], fifo[128];
+        size_t n = 7;
+        int fd;
+
+        dir(f, "empty");
+        dir(f, "empty/sub");
+        snprintf(fifo, sizeof(fifo), "%s/fifo", f->root);
+        assert_int_equal(mkfifo(fifo, 0644), 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", f->root);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        link_to(f, "/dev/null", "null");
+        link_to(f, "/nonexistent", "dangling");
+        snprintf(paths, sizeof(paths), "%s/empty %s/fifo %s/sock %s/null %s/dangling /dev", f->root,
+                 f->root, f->root, f->root, f->root);
+
+        log = resolve_logged(paths, makedev(4095, 4095), f->root, &n);
+        (void)close(fd);
+        assert_int_equal(n, 0);
+        assert_warned(f, log, "empty", " contains no regular files, nothing to read there");
+        assert_warned(f, log, "fifo", " is a FIFO, not a file or directory, skipping it");
+        assert_warned(f, log, "sock", " is a socket, not a file or directory, skipping it");
+        assert_warned(f, log, "null", " is a character device, not a file or directory");
+        assert_warned(f, log, "dangling", " is a symbolic link to nothing, skipping it");
+        /* Device nodes only, as a rule ("contains no regular files"); said either way. */
+        assert_non_null(strstr(log, "HotPaths=: /dev "));
+        assert_int_equal(count_lines(log), 6); /* one warning each */
+}
+
+static void test_hotpaths_warns_about_empty_file(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *log = NULL;
+        char paths[256];
+        struct stat st;
+        size_t n = 7;
+
+        /* On the disk (the file system of the fixture is taken as the disk), but holds nothing:
+         * "has no data", or "cannot map" where FIEMAP is not supported. */
+        put(f, "empty-file", "");
+        snprintf(paths, sizeof(paths), "%s/empty-file", f->root);
+        assert_int_equal(stat(paths, &st), 0);
+        log = resolve_logged(paths, st.st_dev, f->root, &n);
+        assert_int_equal(n, 0);
+        assert_int_equal(count_lines(log), 1);
+        assert_true(strstr(log, " has no data on the disk, nothing to read there") ||
+                    strstr(log, "cannot map the blocks of"));
+}
+
+static void test_hotpaths_warnings_escape_paths(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *log = NULL;
+        char paths[256];
+        size_t n = 7;
+
+        /* A path from hydrate.conf, or a file name in a hot directory, can hold any byte. */
+        dir(f, "hot");
+        put(f, "hot/\x1b]0;owned\x07", "data");
+        snprintf(paths, sizeof(paths), "/nonexistent/\x1b[2J %s/hot", f->root);
+        log = resolve_logged(paths, makedev(4095, 4095), f->root, &n);
+        assert_null(strchr(log, '\x1b'));
+        assert_null(strchr(log, '\x07'));
+        assert_non_null(strstr(log, "HotPaths=: cannot reach /nonexistent/\\x1b[2J (No such file"));
+        assert_warned(f, log, "hot", " has files that are not on the device being hydrated");
 }
 
 int main(void) {
@@ -155,6 +285,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_hotpaths_partition_offset, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hotpaths_file_extents, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hotpaths_unreachable, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_hotpaths_warns_about_nothing_to_read, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_hotpaths_warns_about_empty_file, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_hotpaths_warnings_escape_paths, setup,
+                                                teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for parse.c: what sizes, booleans and integers are accepted and rejected, and the
- * exact text of the byte and duration formatters that STATUS= and the CLI show.
+ * exact text of the byte and duration formatters that STATUS= and the CLI show, and of the
+ * escaping that makes a file's bytes safe to print.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -211,6 +213,51 @@ static void test_parse_format_duration_days(void **state) {
         assert_duration(UINT64_MAX, "213503982334601d 7h");
 }
 
+static void assert_cescape(const char *s, size_t n, const char *expected) {
+        char buf[CESCAPE_MAX(16)];
+
+        assert_true(n <= 16);
+        assert_string_equal(cescape(buf, sizeof(buf), s, n), expected);
+}
+
+static void test_parse_cescape(void **state) {
+        char all[256], buf[CESCAPE_MAX(255)];
+
+        assert_cescape("", 0, "");
+        assert_cescape("nvme1n1 [a-z]*", 14, "nvme1n1 [a-z]*"); /* printable ASCII as is */
+        assert_cescape("\x1b[2J\x01", 9, "\\x1b[2J\\x01");
+        assert_cescape("\033[31mred", 11, "\\x1b[31mred");
+        assert_cescape("a\tb\r\n\a\b\f\v", 15, "a\\tb\\r\\n\\a\\b\\f\\v");
+        assert_cescape("back\\slash", 10, "back\\\\slash");
+        assert_cescape("caf\xc3\xa9 \x7f\x9b", 9, "caf\\xc3\\xa9 \\x7f\\x9b");
+        assert_cescape("abcdef", 3, "abc"); /* @n bytes at most */
+        assert_cescape("ab\0cd", 5, "ab");  /* and up to the NUL */
+
+        /* Every byte but NUL comes out as printable ASCII, and CESCAPE_MAX() is enough. */
+        for (int i = 1; i < 256; i++)
+                all[i - 1] = (char)i;
+        cescape(buf, sizeof(buf), all, 255);
+        for (size_t i = 0; buf[i]; i++)
+                assert_true(buf[i] >= 0x20 && buf[i] < 0x7f);
+        assert_true(strlen(buf) < sizeof(buf));
+        assert_null(strstr(buf, "..."));
+}
+
+static void test_parse_cescape_small_buffer(void **state) {
+        char buf[8];
+
+        /* Cut at a whole escape, marked. */
+        assert_string_equal(cescape(buf, sizeof(buf), "abcdefgh", 8), "abcd...");
+        assert_string_equal(cescape(buf, sizeof(buf), "abcdefg", 7), "abcdefg");
+        assert_string_equal(cescape(buf, sizeof(buf), "ab\x1b", 3), "ab\\x1b");
+        assert_string_equal(cescape(buf, sizeof(buf), "ab\x1b\x1b", 4), "ab...");
+        assert_string_equal(cescape(buf, sizeof(buf), "a\x1b\x1b", 3), "a...");
+        assert_string_equal(cescape(buf, sizeof(buf), "\x1b\x1bxx", 4), "\\x1b...");
+        assert_string_equal(cescape(buf, 4, "abcd", 4), "...");
+        assert_string_equal(cescape(buf, 3, "abcd", 4), "ab");
+        assert_string_equal(cescape(buf, 1, "abcd", 4), "");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_size_plain),
@@ -230,6 +277,8 @@ int main(void) {
                 cmocka_unit_test(test_parse_format_duration_minutes),
                 cmocka_unit_test(test_parse_format_duration_hours),
                 cmocka_unit_test(test_parse_format_duration_days),
+                cmocka_unit_test(test_parse_cescape),
+                cmocka_unit_test(test_parse_cescape_small_buffer),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
