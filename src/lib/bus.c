@@ -15,6 +15,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus.h"
+#include "parse.h"
 #include "log.h"
 #include "progress.h"
 #include "util.h"
@@ -177,9 +178,13 @@ static int method_set_rate_limit(sd_bus_message *m, void *userdata, sd_bus_error
         hydrator_set_rate_limit(b->hydrator, rate);
         if (rate == 0)
                 log_info("%s: rate limit removed over D-Bus", b->props.volume_id);
-        else
-                log_info("%s: rate limit set to %" PRIu64 " bytes/s over D-Bus", b->props.volume_id,
-                         rate);
+        else {
+                char human[FORMAT_BYTES_MAX];
+
+                log_info("%s: rate limit set to %s/s (%" PRIu64 " byte%s per second) over D-Bus",
+                         b->props.volume_id, format_bytes(human, sizeof(human), rate), rate,
+                         rate == 1 ? "" : "s");
+        }
         return sd_bus_reply_method_return(m, NULL);
 }
 

@@ -199,6 +199,8 @@ case_object() {
     sleep 2
     [ "$(prop HydratedBytes)" -gt "$h2" ] || fail "HydratedBytes does not grow after Resume"
 
+    # A limit is logged in words a human reads: "1 B/s (1 byte per second)", not "1 bytes/s".
+    bus_as root call "$SERVICE" "$OBJ" "$IFACE" SetRateLimit t 1 || fail "SetRateLimit 1 failed"
     # Lift the limit: the rest (most of 512 MiB at 24 MiB/s would take ~15 s) goes fast.
     bus_as root call "$SERVICE" "$OBJ" "$IFACE" SetRateLimit t 0 || fail "SetRateLimit failed"
     timeout 30 tail --pid="$DAEMON_PID" -f /dev/null || fail "not finished 30 s after SetRateLimit 0"
@@ -214,6 +216,8 @@ case_object() {
     tail -n 1 "$WORK/notify.log" | grep -q "STATUS=$NAME: hydrated (512.0 MiB)" ||
         fail "last notification is not the final summary: $(tail -n 1 "$WORK/notify.log")"
     grep -q "rate limit removed over D-Bus" "$WORK/daemon.out" || fail "SetRateLimit not logged"
+    grep -q "rate limit set to 1 B/s (1 byte per second) over D-Bus" "$WORK/daemon.out" ||
+        fail "SetRateLimit 1 not logged as 1 B/s: $(grep 'rate limit' "$WORK/daemon.out")"
 }
 
 case_policy() {
