@@ -31,8 +31,8 @@ int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char r
 /*
  * block_device_verdict() - whether a file with @mode, @size bytes and @logical_block_size can be
  * hydrated: 0; -ENOTBLK (not a block device), -EINVAL (a block size that is not a power of two
- * from 512), -ENODATA (size 0), -ERANGE (a size that is not a whole number of logical blocks:
- * its tail cannot be read with O_DIRECT). Pure: the fuzzer drives it.
+ * from 512 to 64 KiB), -ENODATA (size 0), -ERANGE (a size that is not a whole number of logical
+ * blocks: its tail cannot be read with O_DIRECT). Pure: the fuzzer drives it.
  */
 int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size);
 

@@ -39,8 +39,8 @@ static int sysfs_block_node(const char *sysfs_root, dev_t rdev, char **ret, char
         if (!resolved) {
                 int r = -errno;
 
-                if (ret_error && asprintf(ret_error, "Cannot resolve %s: %s", link,
-                                          strerror(-r)) < 0)
+                if (ret_error &&
+                    asprintf(ret_error, "Cannot resolve %s: %s", link, strerror(-r)) < 0)
                         *ret_error = NULL;
                 return r;
         }
@@ -109,7 +109,9 @@ const char *file_type_name(mode_t mode) {
 int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size) {
         if (!S_ISBLK(mode))
                 return -ENOTBLK;
-        if (logical_block_size < 512 || (logical_block_size & (logical_block_size - 1)) != 0)
+        /* 512 to 64 KiB, a power of two: what the block layer allows, and a state file holds. */
+        if (logical_block_size < 512 || logical_block_size > 65536 ||
+            (logical_block_size & (logical_block_size - 1)) != 0)
                 return -EINVAL;
         if (size == 0)
                 return -ENODATA;
@@ -159,16 +161,16 @@ int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret
                 return -errno;
         d.logical_block_size = lbs > 0 ? (uint32_t)lbs : 0;
         r = block_device_verdict(st.st_mode, d.size, d.logical_block_size);
-        if (r == -ERANGE && asprintf(ret_error,
-                                     "%s is %" PRIu64 " bytes, not a whole number of its %" PRIu32
-                                     "-byte logical blocks: the last %" PRIu64
-                                     " bytes can never be read with direct I/O, so it could "
-                                     "never be hydrated to the end",
-                                     path, d.size, d.logical_block_size,
-                                     d.size % d.logical_block_size) < 0)
+        if (r == -ERANGE &&
+            asprintf(ret_error,
+                     "%s is %" PRIu64 " bytes, not a whole number of its %" PRIu32
+                     "-byte logical blocks: the last %" PRIu64
+                     " bytes can never be read with direct I/O, so it could "
+                     "never be hydrated to the end",
+                     path, d.size, d.logical_block_size, d.size % d.logical_block_size) < 0)
                 *ret_error = NULL;
-        if (r == -EINVAL && asprintf(ret_error, "%s reports a logical block size of %d bytes",
-                                     path, lbs) < 0)
+        if (r == -EINVAL &&
+            asprintf(ret_error, "%s reports a logical block size of %d bytes", path, lbs) < 0)
                 *ret_error = NULL;
         if (r < 0)
                 return r;

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Write the seeds of the nvme-id and identity fuzz targets into CORPUS/nvme-id and
-CORPUS/identity. nvme-id: 4096-byte identify-controller pages laid out as NVMe 1.4 says, with
-the fields an EBS controller fills in and Amazon's block-device mapping name in the
-vendor-specific area (bytes 3072..3103). identity: the parts of fuzz-identity.c joined by "%%"
-lines. Usage: gen-corpus.py CORPUS (tests/fuzz/corpus)"""
+"""Write the seeds of the nvme-id, identity and decisions fuzz targets into CORPUS/nvme-id,
+CORPUS/identity and CORPUS/decisions. nvme-id: 4096-byte identify-controller pages laid out as
+NVMe 1.4 says, with the fields an EBS controller fills in and Amazon's block-device mapping name
+in the vendor-specific area (bytes 3072..3103). identity: the parts of fuzz-identity.c joined by
+"%%" lines. decisions: the header of fuzz-decisions.c, then the device argument, a "%%" line and
+the state key. Usage: gen-corpus.py CORPUS (tests/fuzz/corpus)"""
 import struct
 import sys
 
@@ -81,6 +82,47 @@ IDENTITY_SEEDS = {
                                      NONE, NONE, NONE, NONE, NONE, b"nvme1n1"],
 }
 
+S_IFSOCK, S_IFLNK, S_IFREG, S_IFBLK, S_IFDIR, S_IFCHR, S_IFIFO = (
+    0o140000, 0o120000, 0o100000, 0o060000, 0o040000, 0o020000, 0o010000)
+GiB = 1 << 30
+KEY = b"vol-0123456789abcdef0"
+
+
+def decision(mode, size, lbs, st_mode, st_uid=990, euid=990, st_size=4096, arg=b"nvme1n1",
+             key=KEY):
+    return struct.pack("<IQIIIIq", mode, size, lbs, st_mode, st_uid, euid, st_size) + arg + \
+        b"\n%%\n" + key
+
+
+# device verdict; state directory and state file verdicts of the one stat; key
+DECISION_SEEDS = {
+    # 0; directory 0 (a file: -EBADMSG); valid key
+    "ebs-nvme-ok": decision(S_IFBLK | 0o660, 20 * GiB, 512, S_IFDIR | 0o700),
+    # 0 at 4 KiB blocks; a state file 0 (a directory: -ENOTDIR); a by-id path
+    "lbs-4096-file-ok": decision(S_IFBLK | 0o660, 8 * GiB, 4096, S_IFREG | 0o600, st_size=1234,
+                                 arg=b"/dev/disk/by-id/nvme-Amazon_Elastic_Block_Store_vol0123"
+                                     b"456789abcdef0"),
+    # -ENOTBLK; a symbolic link: -ELOOP; a key with a leading dot
+    "char-device-symlink": decision(S_IFCHR | 0o620, 0, 0, S_IFLNK | 0o777, arg=b"tty0",
+                                    key=b".hidden"),
+    # -ENOTBLK; a directory open to the group: -EACCES; an empty argument
+    "fifo-dir-group": decision(S_IFIFO | 0o600, 4096, 512, S_IFDIR | 0o770, arg=b""),
+    # -EINVAL; a directory of another user: -EPERM; a key with '/'
+    "lbs-1000-foreign-dir": decision(S_IFBLK | 0o660, 1000 * 4096, 1000, S_IFDIR | 0o700,
+                                     st_uid=0, key=b"vol/../x"),
+    # 0 by the contract, but above the 64 KiB state_decode() takes; key of STATE_KEY_MAX
+    "lbs-128k": decision(S_IFBLK | 0o660, 4 * GiB, 128 << 10, S_IFDIR | 0o700, key=b"k" * 200),
+    # -ENODATA; a state file of another user: -EPERM; a key one byte too long
+    "size-zero-foreign-file": decision(S_IFBLK | 0o660, 0, 512, S_IFREG | 0o600, st_uid=0,
+                                       key=b"k" * 201),
+    # -ERANGE; a state file over 64 MiB: -EFBIG; a key with a space
+    "size-tail-oversize": decision(S_IFBLK | 0o660, 10 * 4096 + 512, 4096, S_IFREG | 0o600,
+                                   st_size=(64 << 20) + 1, key=b"vol 1"),
+    # a socket, a FIFO planted as the state file: -EBADMSG; a key with a control byte
+    "socket-fifo-file": decision(S_IFSOCK | 0o755, 1 << 20, 512, S_IFIFO | 0o600,
+                                 key=b"vol\x01"),
+}
+
 
 def write(path, data):
     with open(path, "wb") as f:
@@ -92,3 +134,5 @@ for name, data in NVME_SEEDS.items():
 for name, parts in IDENTITY_SEEDS.items():
     assert len(parts) == 8
     write(f"{sys.argv[1]}/identity/{name}", b"\n%%\n".join(parts))
+for name, data in DECISION_SEEDS.items():
+    write(f"{sys.argv[1]}/decisions/{name}", data)
