@@ -24,6 +24,7 @@
 #include "bus.h"
 #include "config.h"
 #include "device.h"
+#include "discovery.h"
 #include "fslayout.h"
 #include "hotpaths.h"
 #include "hydrator.h"
@@ -66,6 +67,13 @@ typedef struct Run {
         bool bar;
         bool bar_drawn;
         int signal; /* the signal that stopped us, or 0 */
+        /* While the file systems are mapped (before the first read), and what it needs after: */
+        Discovery *discovery;
+        const BlockDevice *dev;
+        const HydrateSettings *settings;
+        const char *key;
+        bool started; /* the hydrator reads */
+        int code;     /* the exit status decided before the hydrator started, or -1 */
 } Run;
 
 static void help(void) {
@@ -412,6 +420,25 @@ static void notify_status(Run *run) {
         char line[512];
 
         hydrator_get_status(run->hydrator, &st);
+        if (run->discovery && !run->started) {
+                char total[FORMAT_BYTES_MAX];
+                unsigned pm = progress_permille(st.done_bytes, st.size);
+                uint64_t stalled = discovery_stalled_usec(run->discovery);
+
+                format_bytes(total, sizeof(total), st.size);
+                if (stalled > 0)
+                        (void)sd_notifyf(false,
+                                         "STATUS=%s: %u.%u%% hydrated (of %s), mapping the file "
+                                         "systems; device stalled, no read completed for %" PRIu64
+                                         " s",
+                                         st.key, pm / 10, pm % 10, total, stalled / 1000000u);
+                else
+                        (void)sd_notifyf(false,
+                                         "STATUS=%s: %u.%u%% hydrated (of %s), mapping the file "
+                                         "systems",
+                                         st.key, pm / 10, pm % 10, total);
+                return;
+        }
         (void)sd_notifyf(false, "STATUS=%s", status_format(line, sizeof(line), &st));
 }
 
@@ -424,8 +451,8 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* The signals whose default action terminates without a core dump (signal(7)), real-time ones
  * aside; all of them stop a run the way SIGTERM does. */
 static const int stop_signals[] = {
-        SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR,
-        SIGSTKFLT,
+        SIGHUP,    SIGINT,  SIGTERM, SIGUSR1, SIGUSR2,   SIGALRM,
+        SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT,
 };
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -434,6 +461,10 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         run->signal = (int)si->ssi_signo;
         log_info("Received %s, saving progress and stopping", strsignal((int)si->ssi_signo));
         (void)sd_notify(false, "STOPPING=1");
+        if (!run->started) { /* mapping the file systems: nothing read, nothing to save */
+                (void)sd_event_exit(run->event, 0);
+                return 0;
+        }
         hydrator_stop(run->hydrator);
         return 0;
 }
@@ -463,10 +494,10 @@ static void print_summary(Run *run) {
         size_t n = 0;
         double secs;
 
-#define APPEND(...)                                                                            \
-        do {                                                                                   \
-                int _w = snprintf(line + n, sizeof(line) - n, __VA_ARGS__);                    \
-                n = _w < 0 ? n : MIN(sizeof(line) - 1, n + (size_t)_w);                       \
+#define APPEND(...)                                                         \
+        do {                                                                \
+                int _w = snprintf(line + n, sizeof(line) - n, __VA_ARGS__); \
+                n = _w < 0 ? n : MIN(sizeof(line) - 1, n + (size_t)_w);     \
         } while (0)
 
         hydrator_get_status(run->hydrator, &st);
@@ -568,26 +599,6 @@ static int exit_code_for(const HydratorStatus *st) {
         }
 }
 
-/* HotPaths= as byte ranges of the device; what cannot be mapped was warned about. */
-static int resolve_hot_paths(const Run *run, const BlockDevice *dev, const HydrateSettings *s,
-                             ByteRange **ret, size_t *ret_n) {
-        struct stat st;
-        int r;
-
-        *ret = NULL;
-        *ret_n = 0;
-        if (s->hot_paths[strspn(s->hot_paths, " \t")] == '\0')
-                return 0;
-        if (fstat(dev->fd, &st) < 0) {
-                log_warning_errno(-errno, "Cannot stat %s, ignoring HotPaths=: %m", dev->path);
-                return 0;
-        }
-        r = hotpaths_resolve(s->hot_paths, st.st_rdev, run->sysfs_root, ret, ret_n);
-        if (r < 0)
-                return log_error_errno(r, "Failed to resolve HotPaths=: %m");
-        return 0;
-}
-
 static void log_plan(const Run *run, const char *key, const HydrateSettings *s) {
         char b[_PLAN_STAGE_MAX][FORMAT_BYTES_MAX];
         HydratorStatus st;
@@ -600,36 +611,6 @@ static void log_plan(const Run *run, const char *key, const HydrateSettings *s) 
                  !st.plan.fs_aware              ? " (whole device, in offset order)"
                  : s->mode == HYDRATE_MODE_USED ? "; Mode=used: free space is not read"
                                                 : "");
-}
-
-/*
- * Maps the file systems of @dev (read-only) and plans by them. A device without a file system
- * that can be mapped is read whole, in offset order, as it always was; only running out of
- * memory is an error.
- */
-static int plan_by_layout(Run *run, const BlockDevice *dev, const char *key,
-                          const HydrateSettings *settings) {
-        _cleanup_(fslayout_free) FsLayout layout = {};
-        _cleanup_free_ ByteRange *hot = NULL;
-        _cleanup_free_ char *error = NULL;
-        size_t n_hot = 0;
-        int r, mapped;
-
-        mapped = fslayout_discover(dev->fd, dev->size, &layout, &error);
-        if (mapped < 0)
-                log_warning("%s: cannot map the file systems of %s (%s); reading the whole "
-                            "device, in offset order",
-                            key, run->devnode, error ?: strerror(-mapped));
-        for (size_t i = 0; mapped >= 0 && i < layout.n_notes; i++)
-                log_info("%s: %s", run->devnode, layout.notes[i]);
-        r = resolve_hot_paths(run, dev, settings, &hot, &n_hot);
-        if (r < 0)
-                return r;
-        r = hydrator_set_layout(run->hydrator, mapped >= 0 ? &layout : NULL, hot, n_hot);
-        if (r < 0)
-                return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
-        log_plan(run, key, settings);
-        return 0;
 }
 
 static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char *key) {
@@ -665,18 +646,187 @@ static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettin
         }
         r = hydrator_watch_neighbours(run->hydrator, run->sysfs_root);
         if (r < 0)
-                log_warning_errno(r, "Cannot watch the volumes beside %s (%m): yielding only "
-                                  "to I/O on it", dev->path);
+                log_warning_errno(r,
+                                  "Cannot watch the volumes beside %s (%m): yielding only "
+                                  "to I/O on it",
+                                  dev->path);
+}
+
+/* The state, or the plan of a Mode=used run, says there is nothing to read. */
+static int already_hydrated(Run *run) {
+        char cold[FORMAT_BYTES_MAX];
+        HydratorStatus st;
+        uint64_t n;
+
+        if (hydrator_record_complete(run->hydrator) < 0)
+                return EXIT_FAILED;
+        hydrator_get_status(run->hydrator, &st);
+        n = st.size - st.done_bytes;
+        if (n == 0) {
+                (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", run->key);
+                (void)output_printf(STDOUT_FILENO, "%s: already hydrated, nothing to read\n",
+                                    run->key);
+        } else {
+                format_bytes(cold, sizeof(cold), n);
+                (void)sd_notifyf(false,
+                                 "READY=1\nSTATUS=%s: already hydrated (Mode=used: %s free space "
+                                 "left cold)",
+                                 run->key, cold);
+                (void)output_printf(STDOUT_FILENO,
+                                    "%s: already hydrated (Mode=used: %s free space left cold), "
+                                    "nothing to read\n",
+                                    run->key, cold);
+        }
+        return EXIT_COMPLETE;
+}
+
+/* Ends the event loop with @code before the hydrator started. */
+static void end_early(Run *run, int code) {
+        run->code = code;
+        (void)sd_event_exit(run->event, 0);
+}
+
+/* The "started" record, then the reads. */
+static int start_reading(Run *run) {
+        const HydrateSettings *settings = run->settings;
+        HydratorStatus st;
+        char depth[64];
+        unsigned pm;
+        int r;
+
+        hydrator_get_status(run->hydrator, &st);
+        pm = progress_permille(st.done_bytes, st.size);
+        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
+                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
+        else
+                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
+        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, run->key, run->devnode,
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
+                   run->devnode, run->key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
+                   settings->rate_limit ? ", rate limited" : "",
+                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
+                   settings->yield ? "" : ", Yield=no");
+        watch_activity(run, run->dev, settings);
+        r = hydrator_start(run->hydrator, on_finished, run);
+        if (r < 0) {
+                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, run->key, run->devnode,
+                           "%s (%s): hydration failed at %u.%u%%: cannot start: %s; progress "
+                           "saved",
+                           run->key, run->devnode, pm / 10, pm % 10, strerror(-r));
+                return r;
+        }
+        run->started = true;
+        notify_status(run);
+        return 0;
+}
+
+/*
+ * The file systems are mapped (or found unmappable: then the device is read whole, in offset
+ * order, as it always was; only running out of memory is an error): plan by them, and read.
+ */
+static void on_discovered(Discovery *d, void *userdata) {
+        Run *run = userdata;
+        DiscoveryResult *res = discovery_result(d);
+        int r;
+
+        if (res->mapped < 0)
+                log_warning("%s: cannot map the file systems of %s (%s); reading the whole "
+                            "device, in offset order",
+                            run->key, run->devnode, res->error ?: strerror(-res->mapped));
+        for (size_t i = 0; res->mapped >= 0 && i < res->layout.n_notes; i++)
+                log_info("%s: %s", run->devnode, res->layout.notes[i]);
+        if (res->hot_error < 0) {
+                log_error_errno(res->hot_error, "Failed to resolve HotPaths=: %m");
+                end_early(run, EXIT_FAILED);
+                return;
+        }
+        r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL, res->hot,
+                                res->n_hot);
+        if (r < 0) {
+                log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
+                end_early(run, EXIT_FAILED);
+                return;
+        }
+        log_plan(run, run->key, run->settings);
+        if (hydrator_already_complete(run->hydrator))
+                end_early(run, already_hydrated(run));
+        else if (start_reading(run) < 0)
+                end_early(run, EXIT_FAILED);
+}
+
+static void on_discovery_stalled(void *userdata) {
+        notify_status(userdata); /* at once, not at the next status period */
+}
+
+static int start_discovery(Run *run) {
+        _cleanup_free_ char *stat_path = NULL;
+        DiscoveryRequest req = {
+                .fd = run->dev->fd,
+                .size = run->dev->size,
+                .hot_paths = run->settings->hot_paths,
+                .sysfs_root = run->sysfs_root,
+                .key = run->key,
+                .devnode = run->devnode,
+                .stalled = on_discovery_stalled,
+        };
+        struct stat st;
+        int r;
+
+        if (fstat(run->dev->fd, &st) < 0)
+                return log_error_errno(-errno, "Cannot stat %s: %m", run->dev->path);
+        req.rdev = st.st_rdev;
+        if (asprintf(&stat_path, "%s/block/%s/stat", run->sysfs_root, run->dev->kernel_name) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        req.stat_path = stat_path;
+        r = discovery_start(&run->discovery, run->event, &req, on_discovered, run);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start mapping the file systems of %s: %m",
+                                       run->dev->path);
+        return 0;
+}
+
+/* Everything that can fail before the first read is set up before the "started" record, so
+ * that every such record is followed by one that says how the run ended. */
+static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
+        int r;
+
+        if (publish(run, a, id, run->key) < 0)
+                return -EIO;
+        run->bar = a->progress == PROGRESS_ALWAYS ||
+                   (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
+        if (run->bar) {
+                r = sd_event_add_time_relative(run->event, &run->bar_timer, CLOCK_MONOTONIC, 0, 0,
+                                               on_bar_timer, run);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(run->bar_timer, SD_EVENT_ON);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the progress bar: %m");
+        }
+        /* The watchdog is fed from the event loop itself: a stuck loop stops feeding it. */
+        r = sd_event_set_watchdog(run->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the watchdog (WATCHDOG_USEC=%s): %m",
+                                       getenv("WATCHDOG_USEC") ?: "");
+        r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
+                                       STATUS_INTERVAL_USEC, 0, on_status_timer, run);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up status reporting: %m");
+        return 0;
 }
 
 static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,
                    const char *key, int dir_fd, const HydrateSettings *settings) {
         _cleanup_close_ int lock_fd = -1;
         HydratorStatus st;
-        char depth[64];
-        unsigned pm;
+        uint64_t stalled;
         int r;
 
+        run->dev = dev;
+        run->settings = settings;
+        run->key = key;
+        run->code = -1;
         lock_fd = state_lock(dir_fd, key);
         if (lock_fd == -EBUSY)
                 return log_error_errno(lock_fd,
@@ -696,87 +846,39 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         /* A volume read in full needs no plan: mapping it would read its metadata again on
          * every start (libblkid's and libext2fs's reads go through the page cache, which the
          * kernel drops when the device is closed), and "already hydrated" reads nothing. */
-        if (!hydrator_state_complete(run->hydrator) && plan_by_layout(run, dev, key, settings) < 0)
+        if (hydrator_state_complete(run->hydrator))
+                return already_hydrated(run);
+        if (set_up_reporting(run, a, id) < 0)
                 return EXIT_FAILED;
-        hydrator_get_status(run->hydrator, &st);
-        if (hydrator_already_complete(run->hydrator)) {
-                char cold[FORMAT_BYTES_MAX];
-                uint64_t n = st.size - st.done_bytes;
-
-                if (hydrator_record_complete(run->hydrator) < 0)
-                        return EXIT_FAILED;
-
-                if (n == 0) {
-                        (void)output_printf(STDOUT_FILENO,
-                                            "%s: already hydrated, nothing to read\n", key);
-                        (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", key);
-                } else {
-                        format_bytes(cold, sizeof(cold), n);
-                        (void)output_printf(STDOUT_FILENO,
-                                            "%s: already hydrated (Mode=used: %s free space left "
-                                            "cold), nothing to read\n",
-                                            key, cold);
-                        (void)sd_notifyf(false,
-                                         "READY=1\nSTATUS=%s: already hydrated (Mode=used: %s "
-                                         "free space left cold)",
-                                         key, cold);
-                }
-                return EXIT_COMPLETE;
-        }
-        /* Everything that can fail before the first read is set up before the "started" record,
-         * so that every such record is followed by one that says how the run ended. */
-        if (publish(run, a, id, key) < 0)
-                return EXIT_FAILED;
-        run->bar = a->progress == PROGRESS_ALWAYS ||
-                   (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
-        if (run->bar) {
-                r = sd_event_add_time_relative(run->event, &run->bar_timer, CLOCK_MONOTONIC, 0, 0,
-                                               on_bar_timer, run);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(run->bar_timer, SD_EVENT_ON);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to set up the progress bar: %m"),
-                               EXIT_FAILED;
-        }
-        /* The watchdog is fed from the event loop itself: a stuck loop stops feeding it. */
-        r = sd_event_set_watchdog(run->event, true);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the watchdog (WATCHDOG_USEC=%s): %m",
-                                       getenv("WATCHDOG_USEC") ?: ""),
-                       EXIT_FAILED;
-        r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
-                                       STATUS_INTERVAL_USEC, 0, on_status_timer, run);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up status reporting: %m"), EXIT_FAILED;
-
-        pm = progress_permille(st.done_bytes, st.size);
-        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
-                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
-        else
-                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
-        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, key, run->devnode,
-                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
-                   run->devnode, key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
-                   settings->rate_limit ? ", rate limited" : "",
-                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
-                   settings->yield ? "" : ", Yield=no");
-        watch_activity(run, dev, settings);
-        r = hydrator_start(run->hydrator, on_finished, run);
-        if (r < 0) {
-                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, key, run->devnode,
-                           "%s (%s): hydration failed at %u.%u%%: cannot start: %s; progress "
-                           "saved",
-                           key, run->devnode, pm / 10, pm % 10, strerror(-r));
-                return EXIT_FAILED;
-        }
-        /* State loaded, bus name owned and reads under way: ready. */
+        /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a
+         * cold volume takes its time over it (or a broken one forever): the event loop runs
+         * meanwhile, for STATUS=, the watchdog, the bus and signals. */
         (void)sd_notify(false, "READY=1");
+        if (start_discovery(run) < 0)
+                return EXIT_FAILED;
         notify_status(run);
         r = sd_event_loop(run->event);
+        stalled = discovery_stalled_usec(run->discovery);
+        run->discovery = discovery_free(run->discovery); /* one stuck in the device is let go */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m"), EXIT_FAILED;
+        if (run->code >= 0)
+                return run->code;
+        if (!run->started) { /* stopped while mapping the file systems */
+                (void)sd_notifyf(false,
+                                 "STATUS=%s: stopped while mapping the file systems, "
+                                 "nothing read%s",
+                                 key, stalled > 0 ? "; waiting for the stalled device" : "");
+                if (stalled > 0)
+                        log_warning("%s: %s holds the reads of the file-system discovery, and "
+                                    "the kernel lets this process exit only when they return",
+                                    key, run->devnode);
+                (void)output_printf(STDOUT_FILENO,
+                                    "%s: stopped while mapping the file systems, before reading; "
+                                    "nothing to save\n",
+                                    key);
+                return EXIT_FAILED;
+        }
         draw_bar(run);
         clear_bar(run);
         hydrator_get_status(run->hydrator, &st);
@@ -848,6 +950,7 @@ static int run_main(const Args *a) {
         }
         code = hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
 out:
+        discovery_free(run.discovery);
         hydrate_bus_free(run.bus);   /* borrows the hydrator */
         hydrator_free(run.hydrator); /* waits for reads in flight; the state is already saved */
         sd_event_source_disable_unref(run.bar_timer);

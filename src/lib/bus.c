@@ -68,8 +68,7 @@ int hydrate_bus_name(const char *kernel_name, char *ret, size_t size) {
 
 const char *hydrate_bus_state(const HydratorStatus *st) {
         switch (st->phase) {
-        case HYDRATOR_LOADED:
-                return "hydrating";
+        case HYDRATOR_LOADED: /* mapping the file systems */
         case HYDRATOR_HYDRATING:
                 return st->paused ? "paused" : "hydrating";
         case HYDRATOR_COMPLETE:

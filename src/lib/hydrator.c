@@ -44,11 +44,11 @@ struct Hydrator {
         int error;
 
         unsigned failures_in_a_row;
-        uint64_t last_completion_usec; /* or when reads went in flight after a quiet spell */
-        bool stalled;                  /* reads in flight, none completed for a long while */
-        unsigned save_failures;        /* checkpoints that failed in a row */
+        uint64_t last_completion_usec;     /* or when reads went in flight after a quiet spell */
+        bool stalled;                      /* reads in flight, none completed for a long while */
+        unsigned save_failures;            /* checkpoints that failed in a row */
         uint64_t save_failure_logged_usec; /* when the last of them was logged */
-        bool unsaved;                  /* the last checkpoint could not be written */
+        bool unsaved;                      /* the last checkpoint could not be written */
         uint64_t chunks_per_request;
         PlanStage stage;  /* the stage being planned */
         uint64_t cursor;  /* next chunk of that stage to plan */
@@ -75,7 +75,7 @@ struct Hydrator {
         bool yield_neighbours;  /* the other I/O lately was only on those */
         sd_event_source *activity_timer;
         unsigned activity_samples;
-        bool reading;          /* the first reads went out (after a look at the counters) */
+        bool reading;             /* the first reads went out (after a look at the counters) */
         uint64_t bytes_completed; /* by our reads, in all: what the disk's counters show of us */
         uint64_t checkpoint_done_bytes;
         uint64_t checkpoint_usec;
@@ -166,12 +166,13 @@ static int load_state(Hydrator *h, const char *key) {
                 if (strcmp(h->state->key, key) != 0)
                         (void)snprintf(what, sizeof(what), "%s (%s)", why, h->state->key);
                 else if (h->state->size != h->dev->size)
-                        (void)snprintf(what, sizeof(what), "%s (%" PRIu64 " bytes, now %" PRIu64 ")",
-                                       why, h->state->size, h->dev->size);
+                        (void)snprintf(what, sizeof(what),
+                                       "%s (%" PRIu64 " bytes, now %" PRIu64 ")", why,
+                                       h->state->size, h->dev->size);
                 else
-                        (void)snprintf(what, sizeof(what), "%s (%" PRIu32 " bytes, now %" PRIu32 ")",
-                                       why, h->state->logical_block_size,
-                                       h->dev->logical_block_size);
+                        (void)snprintf(what, sizeof(what),
+                                       "%s (%" PRIu32 " bytes, now %" PRIu32 ")", why,
+                                       h->state->logical_block_size, h->dev->logical_block_size);
                 h->state = state_free(h->state);
                 set_aside(h, key, "mismatch", what);
                 return fresh_state(h, key);
@@ -306,8 +307,7 @@ static int checkpoint(Hydrator *h) {
         if (h->save_failures == 1 || h->phase != HYDRATOR_HYDRATING ||
             now - h->save_failure_logged_usec >= HYDRATOR_SAVE_ERROR_INTERVAL_USEC) {
                 h->save_failure_logged_usec = now;
-                return log_error_errno(r, "Failed to save state file %s.state: %m%s",
-                                       h->state->key,
+                return log_error_errno(r, "Failed to save state file %s.state: %m%s", h->state->key,
                                        h->save_failures > 1 ? " (and every save since the first "
                                                               "failure)"
                                                             : "");
@@ -678,14 +678,13 @@ static int on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
                 fill(h);
                 return 0;
         }
-        active = activity_sample(&h->activity, &st, h->bytes_completed,
-                                 h->reader ? (uint64_t)reader_in_flight(h->reader) *
-                                                     request_bytes(h)
-                                           : 0,
-                                 now, &rate);
+        active = activity_sample(
+                &h->activity, &st, h->bytes_completed,
+                h->reader ? (uint64_t)reader_in_flight(h->reader) * request_bytes(h) : 0, now,
+                &rate);
         if (active && !h->tuner.yielding)
-                log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it",
-                         h->dev->path, rate / (1 << 20));
+                log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it", h->dev->path,
+                         rate / (1 << 20));
         if (h->neighbours) {
                 char name[64];
                 double theirs;
@@ -836,6 +835,12 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
 int hydrator_pause(Hydrator *h) {
         unsigned pm;
 
+        if (h->phase == HYDRATOR_LOADED) { /* mapping the file systems: start paused */
+                if (!h->paused)
+                        log_info("%s: paused before the first read", h->state->key);
+                h->paused = true;
+                return 0;
+        }
         if (h->phase != HYDRATOR_HYDRATING)
                 return -ESTALE;
         if (h->paused)
@@ -851,6 +856,12 @@ int hydrator_pause(Hydrator *h) {
 }
 
 int hydrator_resume(Hydrator *h) {
+        if (h->phase == HYDRATOR_LOADED) {
+                if (h->paused)
+                        log_info("%s: resumed", h->state->key);
+                h->paused = false;
+                return 0;
+        }
         if (h->phase != HYDRATOR_HYDRATING)
                 return -ESTALE;
         if (!h->paused)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -50,11 +51,13 @@ typedef struct OutputStream {
         bool setup;
         bool socket;
         bool dropping;
-        int fd;       /* what to write to: a private non-blocking descriptor, or the stream's */
+        int fd;        /* what to write to: a private non-blocking descriptor, or the stream's */
         unsigned lost; /* writes dropped since the last that went through */
 } OutputStream;
 
 static OutputStream output_streams[3];
+/* File-system discovery runs in a thread of its own (discovery.c), and HotPaths= warns from it. */
+static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void output_setup(OutputStream *o, int fd) {
         char path[32];
@@ -88,7 +91,8 @@ static int64_t mono_msec(void) {
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Writes it all, or returns -EAGAIN (not read in time) or the write's error, having written part. */
+/* Writes it all, or returns -EAGAIN (not read in time) or the write's error, having written part.
+ */
 static int output_write_all(OutputStream *o, const char *buf, size_t n) {
         int64_t deadline = mono_msec() + (o->dropping ? 0 : OUTPUT_WAIT_MSEC);
 
@@ -114,13 +118,10 @@ static int output_write_all(OutputStream *o, const char *buf, size_t n) {
         return 0;
 }
 
-int output_write(int fd, const char *buf, size_t n) {
-        OutputStream *o;
+static int output_write_locked(int fd, const char *buf, size_t n) {
+        OutputStream *o = &output_streams[fd];
         int r;
 
-        if (fd < 0 || fd > 2)
-                return -EBADF;
-        o = &output_streams[fd];
         if (!o->setup)
                 output_setup(o, fd);
         if (o->lost > 0 && !o->dropping) {
@@ -138,10 +139,19 @@ int output_write(int fd, const char *buf, size_t n) {
                 o->lost++;
                 return r;
         }
-        if (o->dropping) {
-                o->dropping = false; /* the note goes out before the next line */
-        }
+        o->dropping = false; /* a note of what was lost goes out before the next line */
         return 0;
+}
+
+int output_write(int fd, const char *buf, size_t n) {
+        int r;
+
+        if (fd < 0 || fd > 2)
+                return -EBADF;
+        (void)pthread_mutex_lock(&output_lock);
+        r = output_write_locked(fd, buf, n);
+        (void)pthread_mutex_unlock(&output_lock);
+        return r;
 }
 
 int output_printf(int fd, const char *format, ...) {

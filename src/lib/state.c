@@ -379,7 +379,8 @@ static int read_all(int fd, uid_t owner, uint8_t **ret_buf, size_t *ret_size) {
 
         if (fstat(fd, &st) < 0)
                 return -errno;
-        r = state_file_verdict(&st, owner); /* again: it may have been replaced since it was looked at */
+        /* Again: it may have been replaced since it was looked at. */
+        r = state_file_verdict(&st, owner);
         if (r < 0)
                 return r;
         buf = malloc(MAX((size_t)st.st_size, 1u));

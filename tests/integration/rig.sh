@@ -158,6 +158,46 @@ case_vanish() {
         "bytes read on the returned device (at most 16 snapshot blocks more, for discovery)"
 }
 
+# A device that hangs before the first read of the run: the file-system discovery (libblkid,
+# libext2fs) is what waits for it, in a thread of its own, while the event loop reports the stall,
+# feeds the watchdog and takes SIGTERM.
+case_hang_discovery() {
+    local dev sock log listener pid rc=0 wd_before wd_after stall_at out
+    dev=$("$RIG" up "$NAME" --profile seed --size 256M)
+    sock="$WORK/notify.sock"
+    log="$WORK/notify.log"
+    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 120 &
+    listener=$!
+    wait_for 5 test -S "$sock" || fail "notify listener did not start"
+    "$RIG" hang "$NAME" 2>/dev/null
+    stall_at=$SECONDS
+    NOTIFY_SOCKET="$sock" WATCHDOG_USEC=1000000 "$DAEMON" --no-bus --state-dir="$STATE" \
+        --config-dir="$WORK" --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    wait_for 5 grep -qx 'READY=1' "$log" || fail "no READY=1 within 5 s: $(cat "$WORK/out")"
+    wait_for 20 grep -q "^STATUS=$NAME: 0.0% hydrated (of 256.0 MiB), mapping the file systems; device stalled, no read completed for" "$log" ||
+        fail "no 'device stalled' STATUS= within 20 s of the hang: $(tail -n 3 "$log"; cat "$WORK/out")"
+    echo "stall reported after $((SECONDS - stall_at)) s"
+    assert_contains "$(cat "$WORK/out")" "while mapping its file systems: the device looks stalled" "log"
+    wd_before=$(grep -cx 'WATCHDOG=1' "$log")
+    sleep 3
+    wd_after=$(grep -cx 'WATCHDOG=1' "$log")
+    [ $((wd_after - wd_before)) -ge 4 ] || fail "only $((wd_after - wd_before)) WATCHDOG=1 in 3 s of stall"
+    kill -TERM "$pid"
+    wait_for 2 grep -qx 'STOPPING=1' "$log" || fail "no STOPPING=1 within 2 s of SIGTERM"
+    wait_for 2 grep -q "^STATUS=$NAME: stopped while mapping the file systems, nothing read; waiting for the stalled device$" "$log" ||
+        fail "no final STATUS= within 2 s of SIGTERM: $(tail -n 2 "$log")"
+    "$RIG" unhang "$NAME" 2>/dev/null
+    gone() { ! kill -0 "$pid" 2>/dev/null; }
+    wait_for 10 gone || fail "still running 10 s after the device came back"
+    wait "$pid" || rc=$?
+    kill "$listener" 2>/dev/null || true
+    cat "$WORK/out"
+    assert_eq "$rc" 143 "exit status after SIGTERM"
+    out=$(hydrate "$dev" 2>&1) || fail "the next run exited $?: $out"
+    assert_eq "$(hydrated_bytes)" "$(blockdev --getsize64 "$dev")" "bytes in the overlay"
+}
+
 case_hang() {
     local dev sock log listener pid rc=0 base pct stall_at wd_before wd_after ctl
     ctl="$(dirname "$DAEMON")/ebs-hydratectl"
