@@ -833,11 +833,11 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                                        "%s (%s) is being hydrated by another process already", key,
                                        dev->path),
                        EXIT_FAILED;
-        if (lock_fd == -ELOOP)
+        if (lock_fd == -ELOOP) /* planted: a restart cannot help, exit 2 stops the unit's */
                 return log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
                                  "or not a regular file; remove it",
                                  key, run->state_dir, key),
-                       EXIT_FAILED;
+                       EXIT_USAGE;
         if (lock_fd < 0)
                 return log_error_errno(lock_fd, "Failed to lock state of %s: %m", key), EXIT_FAILED;
         r = hydrator_new(&run->hydrator, run->event, dev, key, dir_fd, settings);
@@ -933,8 +933,14 @@ static int run_main(const Args *a) {
         }
         code = EXIT_FAILED;
         dir_fd = open_state_dir(a, &run.state_dir);
-        if (dir_fd < 0)
+        if (dir_fd < 0) {
+                /* A path that is no directory, or one we may not enter, stays so until someone
+                 * acts: exit 2, which the unit does not restart on. I/O errors may pass. */
+                if (dir_fd == -ENOTDIR || dir_fd == -ENOENT || dir_fd == -EACCES ||
+                    dir_fd == -EPERM || dir_fd == -ELOOP || dir_fd == -ENAMETOOLONG)
+                        code = EXIT_USAGE;
                 goto out;
+        }
         if (check_state_dir(dir_fd, run.state_dir) < 0) {
                 code = EXIT_USAGE; /* open to others: bad configuration, a restart cannot help */
                 goto out;

@@ -389,8 +389,13 @@ case_not_a_device() {
         assert_contains "$out" "not a whole number of its 4096-byte logical blocks" "odd size $size"
         assert_eq "$(find "$STATE" -name 'x.state*' | wc -l)" 0 "state files for a refused device"
     done
-    # A sysfs root that does not hold the device: the message names the sysfs path.
     dev=$(make_loop 16M)
+    # A state directory that is a file, or under one: exit 2, which the unit does not restart.
+    : >"$WORK/not-a-dir"
+    out=$(expect_exit 2 "a state directory that is a file" "$DAEMON" --no-bus --state-dir="$WORK/not-a-dir" --state-key=x "$dev")
+    assert_contains "$out" "$WORK/not-a-dir" "state directory that is a file"
+    out=$(expect_exit 2 "a state directory under a file" "$DAEMON" --no-bus --state-dir="$WORK/not-a-dir/state" --state-key=x "$dev")
+    # A sysfs root that does not hold the device: the message names the sysfs path.
     out=$(EBS_HYDRATE_SYSFS_ROOT="$WORK/no-sys" expect_exit 2 "a bad sysfs root" hydrate --state-key=x "$dev")
     assert_contains "$out" "Cannot resolve $WORK/no-sys/dev/block/" "bad sysfs root"
 }

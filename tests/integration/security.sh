@@ -210,7 +210,7 @@ case_lock_symlink() {
     ln -s "$victim" "$STATE/$KEY.lock"
     DISCOVERY=$(discovery_sectors "$dev")
     base=$(sectors_read "$dev")
-    out=$(expect_exit 1 "a run whose lock is a link" hydrate "$dev")
+    out=$(expect_exit 2 "a run whose lock is a link" hydrate "$dev")
     assert_contains "$out" "Refusing to lock the state of $KEY: $STATE/$KEY.lock is a symbolic link or not a regular file; remove it" "message"
     assert_eq "$(sectors_read "$dev")" "$base" "sectors read"
     assert_eq "$(fingerprint "$victim")" "$before" "the victim"
@@ -219,7 +219,7 @@ case_lock_symlink() {
     # A dangling link: O_CREAT must not create its target.
     rm "$STATE/$KEY.lock"
     ln -s "$WORK/created-through-link" "$STATE/$KEY.lock"
-    out=$(expect_exit 1 "a run whose lock is a dangling link" hydrate "$dev")
+    out=$(expect_exit 2 "a run whose lock is a dangling link" hydrate "$dev")
     assert_contains "$out" "$STATE/$KEY.lock is a symbolic link" "message"
     [ ! -e "$WORK/created-through-link" ] || fail "the lock was created through the link"
 
