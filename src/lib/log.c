@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "parse.h"
 
 static const char *log_program = "ebs-hydrate";
 static int log_max_level = LOG_INFO;
@@ -191,7 +192,7 @@ void log_setup(const char *program) {
                 else
                         log_warning("Ignoring EBS_HYDRATE_LOG_LEVEL=%s: expected one of emerg, "
                                     "alert, crit, err, warning, notice, info, debug",
-                                    e);
+                                    CESCAPE(e, SIZE_MAX, 256));
         }
 }
 

@@ -354,6 +354,9 @@ case_bad_usage() {
     assert_contains "$out" "Ignoring EBS_HYDRATE_LOG_LEVEL=loud" "unknown log level"
     # A 64 MiB device gets the whole range: the depth has no bound by volume size (issue 14).
     assert_contains "$out" "queue depth auto (4 to 256)" "--queue-depth=auto on a small device"
+    # An unknown level's value is quoted, not written raw to the terminal.
+    out=$(EBS_HYDRATE_LOG_LEVEL=$'\e]0;owned\a' expect_exit 2 "an escape in the log level" hydrate --state-key=ll /dev/null)
+    assert_contains "$out" 'Ignoring EBS_HYDRATE_LOG_LEVEL=\x1b]0;owned\a' "escaped log level"
     # err hides the info lines.
     out=$(EBS_HYDRATE_LOG_LEVEL=err expect_exit 0 "log level err" hydrate --state-key=ll2 "$dev")
     assert_not_contains "$out" "Hydrating" "EBS_HYDRATE_LOG_LEVEL=err"
