@@ -142,4 +142,12 @@ bool hydrator_already_complete(const Hydrator *h);
  * checkpoint does not say so yet (a full run was stopped after the used blocks, say), save it
  * with that mark, which ebs-hydratectl shows. 0, or the error of saving (logged). */
 int hydrator_record_complete(Hydrator *h);
+
+/*
+ * hydrator_save_loaded() - write the state as it was loaded (or created), before any read: a
+ * state directory that cannot take a save (read-only, full, something in the way of the
+ * temporary file) is found before the device is read, not after reading all of it at every
+ * restart. Returns 0 or state_save()'s error.
+ */
+int hydrator_save_loaded(Hydrator *h);
 void hydrator_get_status(const Hydrator *h, HydratorStatus *ret);

@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <syslog.h>
 
 #include "util.h"
@@ -26,6 +28,9 @@ int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);
  */
 int output_write(int fd, const char *buf, size_t n);
 int output_printf(int fd, const char *format, ...) _printf_(2, 3);
+/* output_bar_drawn() - whether stderr now ends in a progress bar without a newline: the next log
+ * line then clears it first ("\r\033[K"), instead of running on after it. */
+void output_bar_drawn(bool shown);
 
 #define log_debug(...) (void)log_internal(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) (void)log_internal(LOG_INFO, 0, __VA_ARGS__)

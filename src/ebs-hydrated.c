@@ -397,12 +397,14 @@ static void draw_bar(Run *run) {
         progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
                             st.rate);
         (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
+        output_bar_drawn(true);
         run->bar_drawn = true;
 }
 
 static void clear_bar(Run *run) {
         if (run->bar_drawn)
                 (void)output_write(STDERR_FILENO, "\r\033[K", 4);
+        output_bar_drawn(false);
         run->bar_drawn = false;
 }
 
@@ -487,6 +489,13 @@ static uint64_t cold_free_bytes(const HydratorStatus *st) {
         return st->plan.total_bytes[PLAN_STAGE_FREE] - st->plan.done_bytes[PLAN_STAGE_FREE];
 }
 
+/* Why a run failed, in words: the errno's, or what the hydrator meant by it. */
+static const char *failure_reason(int error) {
+        if (error == -ESTALE)
+                return "the device changed size during the run; the next run starts over";
+        return strerror(error < 0 ? -error : EIO);
+}
+
 /* The line on stdout that says how the run ended, for whoever ran it by hand. */
 static void print_summary(Run *run) {
         char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32], line[2048];
@@ -524,7 +533,7 @@ static void print_summary(Run *run) {
                read, format_bytes(total, sizeof(total), st.size), secs, rate);
         if (st.phase == HYDRATOR_FAILED) {
                 /* Not "N% hydrated": what was read but could not be saved is read again. */
-                APPEND(": %s", strerror(st.error < 0 ? -st.error : EIO));
+                APPEND(": %s", failure_reason(st.error));
                 if (st.unsaved)
                         APPEND("; the state file could not be saved, the next run resumes from "
                                "the last checkpoint written");
@@ -576,7 +585,7 @@ static void log_outcome(const Run *run, const HydratorStatus *st) {
         case HYDRATOR_FAILED:
                 log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, st->key, run->devnode,
                            "%s (%s): hydration failed at %u.%u%%: %s; %s", st->key, run->devnode,
-                           pm / 10, pm % 10, strerror(st->error < 0 ? -st->error : EIO),
+                           pm / 10, pm % 10, failure_reason(st->error),
                            st->unsaved ? "the state file could not be saved; the next run "
                                          "resumes from the last checkpoint written"
                                        : "progress saved");
@@ -848,6 +857,17 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
          * kernel drops when the device is closed), and "already hydrated" reads nothing. */
         if (hydrator_state_complete(run->hydrator))
                 return already_hydrated(run);
+        r = hydrator_save_loaded(run->hydrator);
+        if (r < 0) {
+                log_error_errno(r,
+                                "Cannot save progress in %s (%m, saving %s.state): not reading "
+                                "%s, whose progress could not be kept",
+                                run->state_dir, key, dev->path);
+                /* A full or read-only file system, or an I/O error, may pass; anything else in
+                 * the way (a directory under the temporary file's name) waits for a person. */
+                return r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EIO ? EXIT_FAILED
+                                                                                : EXIT_USAGE;
+        }
         if (set_up_reporting(run, a, id) < 0)
                 return EXIT_FAILED;
         /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a

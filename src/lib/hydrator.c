@@ -9,9 +9,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include <fcntl.h>
@@ -44,11 +46,13 @@ struct Hydrator {
         int error;
 
         unsigned failures_in_a_row;
-        uint64_t last_completion_usec;     /* or when reads went in flight after a quiet spell */
-        bool stalled;                      /* reads in flight, none completed for a long while */
-        unsigned save_failures;            /* checkpoints that failed in a row */
-        uint64_t save_failure_logged_usec; /* when the last of them was logged */
-        bool unsaved;                      /* the last checkpoint could not be written */
+        uint64_t last_completion_usec;      /* or when reads went in flight after a quiet spell */
+        bool stalled;                       /* reads in flight, none completed for a long while */
+        unsigned save_failures;             /* checkpoints that failed in a row */
+        uint64_t save_failure_logged_usec;  /* when a failure was last logged */
+        uint64_t save_recovery_logged_usec; /* when a save after failures was last logged */
+        bool unsaved;                       /* the last checkpoint could not be written */
+        bool size_changed;                  /* the device's size is not the state's any more */
         uint64_t chunks_per_request;
         PlanStage stage;  /* the stage being planned */
         uint64_t cursor;  /* next chunk of that stage to plan */
@@ -284,7 +288,7 @@ static int checkpoint(Hydrator *h) {
 
         account_active_time(h, now);
         h->state->updated_usec = realtime_usec();
-        h->state->complete = chunkmap_complete(h->state->map);
+        h->state->complete = chunkmap_complete(h->state->map) && !h->size_changed;
         h->state->used_complete = used_complete(h);
         r = state_save(h->state_dir_fd, h->state);
         /* Failed or not, the next try is a checkpoint step or a timer period away: a broken
@@ -292,27 +296,32 @@ static int checkpoint(Hydrator *h) {
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
         h->checkpoint_usec = now;
         h->unsaved = r < 0;
+        /* Said at the first failure, then once a minute at most (a full file system fails every
+         * checkpoint step, 200 a run; one whose space comes and goes flaps as often), and always
+         * at the last save: the run's outcome rests on it. */
         if (r >= 0) {
-                if (h->save_failures > 0)
+                if (h->save_failures > 0 &&
+                    now - h->save_recovery_logged_usec >= HYDRATOR_SAVE_ERROR_INTERVAL_USEC) {
+                        h->save_recovery_logged_usec = now;
                         log_info("%s: state file %s.state saved again, after %u failed save%s",
                                  h->state->key, h->state->key, h->save_failures,
                                  h->save_failures == 1 ? "" : "s");
+                }
                 h->save_failures = 0;
                 return 0;
         }
-        /* Said at the first failure, then once a minute with a count (a full file system fails
-         * every checkpoint step, 200 a run), and always at the last save: the run's outcome
-         * rests on it. */
         h->save_failures++;
-        if (h->save_failures == 1 || h->phase != HYDRATOR_HYDRATING ||
+        if (h->save_failure_logged_usec == 0 || h->phase != HYDRATOR_HYDRATING ||
             now - h->save_failure_logged_usec >= HYDRATOR_SAVE_ERROR_INTERVAL_USEC) {
                 h->save_failure_logged_usec = now;
                 return log_error_errno(r, "Failed to save state file %s.state: %m%s", h->state->key,
-                                       h->save_failures > 1 ? " (and every save since the first "
-                                                              "failure)"
-                                                            : "");
+                                       h->save_failures > 1 ? " (and the saves before it)" : "");
         }
         return r;
+}
+
+int hydrator_save_loaded(Hydrator *h) {
+        return state_save(h->state_dir_fd, h->state);
 }
 
 int hydrator_record_complete(Hydrator *h) {
@@ -321,11 +330,28 @@ int hydrator_record_complete(Hydrator *h) {
         return checkpoint(h);
 }
 
+/* A device that changed size under the run (grown by EBS, or a loop device re-read) has blocks
+ * the state does not cover: what was read is not all of it, whatever the chunk map says. */
+static bool size_changed(Hydrator *h, uint64_t *ret_now) {
+        *ret_now = h->dev->size;
+        return ioctl(h->dev->fd, BLKGETSIZE64, ret_now) >= 0 && *ret_now != h->dev->size;
+}
+
 static void finish(Hydrator *h, HydratorPhase phase, int error) {
+        uint64_t now_size;
         int r;
 
         if (h->phase != HYDRATOR_HYDRATING)
                 return;
+        if ((phase == HYDRATOR_COMPLETE || phase == HYDRATOR_UNREADABLE) &&
+            size_changed(h, &now_size)) {
+                log_warning("%s: %s changed size during the run (%" PRIu64 " bytes, now %" PRIu64
+                            "): not all of it was read; the next run starts over",
+                            h->state->key, h->dev->path, h->dev->size, now_size);
+                phase = HYDRATOR_FAILED;
+                error = -ESTALE;
+                h->size_changed = true; /* the state must not say "complete" either */
+        }
         h->phase = phase;
         h->error = error;
         /* Stop all timers now; reads still in flight are waited for when the reader is freed. */

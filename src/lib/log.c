@@ -57,6 +57,7 @@ typedef struct OutputStream {
 } OutputStream;
 
 static OutputStream output_streams[3];
+static bool output_bar_shown; /* a progress bar, without its newline, ends stderr */
 /* File-system discovery runs in a thread of its own (discovery.c), and HotPaths= warns from it. */
 static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -155,6 +156,24 @@ int output_write(int fd, const char *buf, size_t n) {
         return r;
 }
 
+void output_bar_drawn(bool shown) {
+        (void)pthread_mutex_lock(&output_lock);
+        output_bar_shown = shown;
+        (void)pthread_mutex_unlock(&output_lock);
+}
+
+/* A log line takes the bar's place on the terminal (the bar is drawn again below it). */
+static void output_log_line(const char *prefix, const char *buf) {
+        char line[1200];
+        int n = snprintf(line, sizeof(line), "%s%s%s\n", output_bar_shown ? "\r\033[K" : "", prefix,
+                         buf);
+
+        if (n < 0)
+                return;
+        output_bar_shown = false;
+        (void)output_write_locked(STDERR_FILENO, line, MIN((size_t)n, sizeof(line) - 1));
+}
+
 int output_printf(int fd, const char *format, ...) {
         char buf[4096];
         va_list ap;
@@ -231,10 +250,15 @@ int log_internal(int level, int error, const char *format, ...) {
                 va_start(ap, format);
                 (void)vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
+                char prefix[64];
+
                 if (journal_wanted())
-                        (void)output_printf(STDERR_FILENO, "<%d>%s\n", level, buf);
+                        (void)snprintf(prefix, sizeof(prefix), "<%d>", level);
                 else
-                        (void)output_printf(STDERR_FILENO, "%s: %s\n", log_program, buf);
+                        (void)snprintf(prefix, sizeof(prefix), "%s: ", log_program);
+                (void)pthread_mutex_lock(&output_lock);
+                output_log_line(prefix, buf);
+                (void)pthread_mutex_unlock(&output_lock);
         }
         errno = saved;
         return error < 0 ? error : -EIO;

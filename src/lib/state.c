@@ -329,11 +329,16 @@ int state_lock(int dir_fd, const char *key) {
 
         if (asprintf(&name, "%s.lock", key) < 0)
                 return -ENOMEM;
-        /* O_NONBLOCK: a FIFO planted under the lock's name must not hang us in open(). */
+        /* Whatever is planted under the lock's name is looked at, not opened: a device node
+         * would be opened (a tape rewinds), a directory or socket refuses open() with errors
+         * that say nothing of the plant. */
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && !S_ISREG(st.st_mode))
+                return -ELOOP;
+        /* O_NONBLOCK: a FIFO swapped in since must not hang us in open(). */
         fd = openat(dir_fd, name,
                     O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600);
         if (fd < 0)
-                return -errno;
+                return errno == EISDIR || errno == ENXIO ? -ELOOP : -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))

@@ -156,6 +156,88 @@ case_state_fs_full() {
     n=$(grep -c "Failed to save state file f.state" <<<"$out")
     echo "save errors logged: $n"
     assert_le "$n" 3 "save errors logged"
+    # Space that comes and goes: each failure and each recovery is not a line of its own.
+    rm -f "$STATE/f.state"
+    mount -t tmpfs -o size=64k,mode=0700 tmpfs "$WORK/small"
+    "$DAEMON" --no-bus --state-dir="$WORK/small" --config-dir="$CONF" --progress=never \
+        --state-key=f --rate-limit=32M "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    wait_for 10 test -s "$WORK/small/f.state"
+    (while :; do dd if=/dev/zero of="$WORK/small/fill" bs=4k 2>/dev/null || true; sleep 0.15
+        rm -f "$WORK/small/fill"; sleep 0.15; done) &
+    local flapper=$!
+    wait "$pid" || true
+    kill "$flapper" 2>/dev/null || true
+    wait "$flapper" 2>/dev/null || true
+    umount "$WORK/small"
+    n=$(grep -c "Failed to save state file f.state\|saved again" "$WORK/out" || true)
+    echo "save failures and recoveries logged while space flapped: $n"
+    assert_le "$n" 4 "save lines logged while space flapped"
+}
+
+# A state directory that cannot take a save is found before the device is read, not after reading
+# all of it at every restart: read-only, full, or something in the way of the temporary file.
+case_unsavable_state() {
+    local dev base out
+    dev=$(make_loop 64M)
+    base=$(sectors_read "$dev")
+    mkdir "$STATE/.u.state.tmp"
+    out=$(expect_exit 2 "a directory in the way" hydrate --state-key=u "$dev")
+    assert_contains "$out" "Cannot save progress in $STATE" "message"
+    assert_eq "$(sectors_read "$dev")" "$base" "sectors read"
+    rmdir "$STATE/.u.state.tmp"
+    mkdir -p "$WORK/small"
+    mount -t tmpfs -o size=64k,mode=0700 tmpfs "$WORK/small" || skip "cannot mount a tmpfs"
+    dd if=/dev/zero of="$WORK/small/fill" bs=4k 2>/dev/null || true
+    out=$(expect_exit 1 "a full state file system" "$DAEMON" --no-bus --state-dir="$WORK/small" \
+        --config-dir="$CONF" --progress=never --state-key=u "$dev")
+    assert_contains "$out" "No space left on device" "message"
+    assert_eq "$(sectors_read "$dev")" "$base" "sectors read"
+    rm "$WORK/small/fill"
+    : >"$WORK/small/u.lock"
+    mount -o remount,ro "$WORK/small"
+    out=$(expect_exit 1 "a read-only state file system" "$DAEMON" --no-bus --state-dir="$WORK/small" \
+        --config-dir="$CONF" --progress=never --state-key=u "$dev")
+    assert_contains "$out" "Read-only file system" "message"
+    assert_eq "$(sectors_read "$dev")" "$base" "sectors read"
+    umount "$WORK/small"
+}
+
+# A device that grows under the run is not "done" when the old size is read.
+case_grown_mid_run() {
+    local dev img pid rc=0 out
+    dev=$(make_loop 32M)
+    img=$(losetup -nO BACK-FILE "$dev")
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=g \
+        --rate-limit=16M "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    sleep 1
+    truncate -s 64M "$img"
+    losetup -c "$dev"
+    wait "$pid" || rc=$?
+    out=$(cat "$WORK/out")
+    echo "$out"
+    assert_eq "$rc" 1 "exit status"
+    assert_contains "$out" "changed size during the run (33554432 bytes, now 67108864)" "warning"
+    assert_contains "$out" "g: failed after reading" "summary"
+    assert_not_contains "$out" "hydration complete" "outcome"
+    out=$(hydrate --state-key=g "$dev" 2>&1) || fail "the next run exited $?: $out"
+    assert_contains "$out" "hydrated, read 64.0 MiB of 64.0 MiB" "the next run"
+}
+
+# A log line mid-run takes the progress bar's place instead of running on after it.
+case_bar_and_log_lines() {
+    local dev pid
+    dev=$(make_loop 256M)
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=always --state-key=b \
+        --rate-limit=64M "$dev" >/dev/null 2>"$WORK/err" &
+    pid=$!
+    sleep 1.5
+    kill -TERM "$pid"
+    wait "$pid" || true
+    grep -q $'\r\e\[K\[' "$WORK/err" || fail "no progress bar drawn: $(od -c "$WORK/err" | head)"
+    grep -q $'\r\e\[Kebs-hydrated: Received Terminated' "$WORK/err" ||
+        fail "the log line does not clear the bar: $(od -c "$WORK/err" | grep -m1 -B1 -A1 Rec)"
 }
 
 # What can fail before the first read fails before the "started" record: no record of a start

@@ -182,6 +182,17 @@ case_state_odd_files() {
     done
     # Nothing set aside was lost: four distinct names.
     assert_eq "$(find "$STATE" -maxdepth 1 -name "$KEY.state.*" | wc -l)" 4 "files set aside"
+    # Under the lock's name: refused, never opened, exit 2 (a restart cannot remove them).
+    for kind in directory socket; do
+        rm -f "$STATE/$KEY.lock"
+        case $kind in
+        socket) python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$STATE/$KEY.lock" ;;
+        directory) mkdir "$STATE/$KEY.lock" ;;
+        esac
+        out=$(expect_exit 2 "a $kind as the lock" hydrate "$dev")
+        assert_contains "$out" "$KEY.lock is a symbolic link or not a regular file" "the $kind as the lock"
+        rm -rf "$STATE/$KEY.lock"
+    done
 }
 
 case_tmp_symlink() {
