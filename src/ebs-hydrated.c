@@ -185,7 +185,8 @@ static int parse_argv(int argc, char *argv[], Args *a) {
         };
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "q:b:r:h", options, NULL)) >= 0)
+        opterr = 0; /* its messages echo the argument raw: ours go through the log, quoted */
+        while ((c = getopt_long(argc, argv, ":q:b:r:h", options, NULL)) >= 0)
                 switch (c) {
                 case 'q':
                 case 'b':
@@ -233,8 +234,20 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case ARG_VERSION:
                         printf("ebs-hydrated %s\n", EBS_HYDRATE_VERSION);
                         return 0;
+                case ':':
+                        if (optopt > 0 && optopt < 0x100 && argv[optind - 1][1] != '-')
+                                return log_error_errno(-EINVAL,
+                                                       "Option -%c needs a value (see "
+                                                       "--help)",
+                                                       optopt);
+                        return log_error_errno(-EINVAL, "Option '%s' needs a value (see --help)",
+                                               argv[optind - 1]);
                 default:
-                        return -EINVAL; /* getopt printed the reason */
+                        if (optopt > 0 && optopt < 0x100 && argv[optind - 1][1] != '-')
+                                return log_error_errno(-EINVAL, "Unknown option -%c (see --help)",
+                                                       optopt);
+                        return log_error_errno(-EINVAL, "Unknown option '%s' (see --help)",
+                                               argv[optind - 1]);
                 }
 
         if (optind != argc - 1)

@@ -221,6 +221,32 @@ static bool journal_wanted(void) {
         return log_to_journal > 0;
 }
 
+/*
+ * Control bytes in a message become \xNN: whatever a message quotes (an option value, a path,
+ * a device's sysfs attribute) can never write escape sequences to the admin's terminal, nor
+ * forge a line of its own in the journal. Other bytes (UTF-8 in paths) stay as they are.
+ */
+static void defang(char *buf, size_t size) {
+        static const char hex[] = "0123456789abcdef";
+        char out[1024];
+        size_t o = 0;
+
+        for (const char *p = buf; *p && o + 5 < sizeof(out); p++) {
+                unsigned char c = (unsigned char)*p;
+
+                if (c >= 0x20 && c != 0x7f) {
+                        out[o++] = (char)c;
+                        continue;
+                }
+                out[o++] = '\\';
+                out[o++] = 'x';
+                out[o++] = hex[c >> 4];
+                out[o++] = hex[c & 15];
+        }
+        out[o] = '\0';
+        (void)snprintf(buf, size, "%s", out);
+}
+
 void log_volume(int level, const char *message_id, const char *volume_id, const char *device,
                 const char *format, ...) {
         char buf[1024];
@@ -231,6 +257,7 @@ void log_volume(int level, const char *message_id, const char *volume_id, const 
         va_start(ap, format);
         (void)vsnprintf(buf, sizeof(buf), format, ap);
         va_end(ap);
+        defang(buf, sizeof(buf));
         if (journal_wanted() &&
             sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%d", level, "MESSAGE_ID=%s", message_id,
                             "VOLUME_ID=%s", volume_id, "DEVICE=%s", device, "SYSLOG_IDENTIFIER=%s",
@@ -250,6 +277,7 @@ int log_internal(int level, int error, const char *format, ...) {
                 va_start(ap, format);
                 (void)vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
+                defang(buf, sizeof(buf));
                 char prefix[64];
 
                 if (journal_wanted())

@@ -424,6 +424,15 @@ case_bad_usage() {
     assert_contains "$out" "--state-key" "device without identity"
     out=$(expect_exit 2 "bad option" hydrate --queue-depth=0 "$dev")
     assert_contains "$out" "Invalid --queue-depth '0'" "bad option"
+    # Nothing a user types reaches the terminal raw, getopt's own messages included.
+    out=$(expect_exit 2 "an escape in an option" hydrate --state-key=$'\e]0;owned\a' "$dev")
+    assert_contains "$out" "Invalid --state-key '\x1b]0;owned\x07'" "escaped option value"
+    out=$(expect_exit 2 "an unknown option" hydrate --bogus=$'\e[2J' "$dev")
+    assert_contains "$out" "Unknown option '--bogus=\x1b[2J' (see --help)" "escaped unknown option"
+    out=$(expect_exit 2 "a missing value" hydrate --state-key=x "$dev" --queue-depth)
+    assert_contains "$out" "Option '--queue-depth' needs a value" "missing value"
+    out=$(expect_exit 2 "an escape in the device" hydrate --state-key=x $'/dev/\e[2Jx')
+    assert_contains "$out" "Cannot open /dev/\x1b[2Jx" "escaped device"
     out=$(expect_exit 2 "no device" hydrate)
     assert_contains "$out" "No DEVICE given" "no device"
     printf '[Hydrate]\nQueueDepth=lots\n' >"$CONF/hydrate.conf"
