@@ -188,7 +188,7 @@ static int collect_one_stored(const char *dir, int dir_fd, const char *key, Volu
         if (r == -ENOENT)
                 return 0; /* removed since readdir() */
         if (r == -EACCES)
-                return r; /* said once for the whole directory */
+                return r;  /* said once for the whole directory */
         if (r == -EPERM) { /* the daemon sets such a file aside and never trusts it: nor do we */
                 log_warning("Skipping %s/%s%s: owned by another user than the directory's, not "
                             "a state file ebs-hydrated wrote",
@@ -320,9 +320,10 @@ static int select_volumes(VolumeList *l, const char *target, bool by_device_iden
 
 static int flush_stdout(void) {
         errno = 0;
-        if (fflush(stdout) != 0 || ferror(stdout))
-                return log_error_errno(errno > 0 ? -errno : -EIO, "Failed to write output: %m"),
-                       EXIT_FAILED;
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                log_error_errno(errno > 0 ? -errno : -EIO, "Failed to write output: %m");
+                return EXIT_FAILED;
+        }
         return EXIT_OK;
 }
 
@@ -336,18 +337,23 @@ static int cmd_status(const Args *a, char **args) {
                 return EXIT_FAILED;
         if (args[0]) {
                 r = select_volumes(l, args[0], true);
-                if (r < 0)
-                        return log_error_errno(r, "Out of memory"), EXIT_FAILED;
-                if (r == 0)
-                        return log_error("No volume '%s': no running instance has this volume "
-                                         "id, kernel name or device, and %s has no state for it",
-                                         args[0], a->state_dir),
-                               EXIT_FAILED;
+                if (r < 0) {
+                        log_error_errno(r, "Out of memory");
+                        return EXIT_FAILED;
+                }
+                if (r == 0) {
+                        log_error("No volume '%s': no running instance has this volume "
+                                  "id, kernel name or device, and %s has no state for it",
+                                  args[0], a->state_dir);
+                        return EXIT_FAILED;
+                }
         }
         r = a->json ? volume_list_print_json(stdout, l)
                     : volume_list_print_table(stdout, l, a->legend);
-        if (r == -ENOMEM)
-                return log_error_errno(r, "Out of memory"), EXIT_FAILED;
+        if (r == -ENOMEM) {
+                log_error_errno(r, "Out of memory");
+                return EXIT_FAILED;
+        }
         return flush_stdout();
 }
 
@@ -441,10 +447,10 @@ static int cmd_set_rate_limit(const Args *a, char **args) {
         uint64_t rate;
         int r;
 
-        if (hydrate_parse_rate_limit(args[1], &rate) < 0)
-                return log_error("Invalid RATE '%s': expected %s", args[1],
-                                 HYDRATE_RATE_LIMIT_SYNTAX),
-                       EXIT_USAGE;
+        if (hydrate_parse_rate_limit(args[1], &rate) < 0) {
+                log_error("Invalid RATE '%s': expected %s", args[1], HYDRATE_RATE_LIMIT_SYNTAX);
+                return EXIT_USAGE;
+        }
         r = require_root("set-rate-limit");
         return r != EXIT_OK ? r : call_on_target("set-rate-limit", args[0], "SetRateLimit", rate);
 }
@@ -480,31 +486,36 @@ static int forget_state(const Args *a, int dir_fd, const char *key) {
         _cleanup_free_ char *name = state_file_name(key);
         _cleanup_close_ int lock_fd = -1;
 
-        if (!name)
-                return log_error_errno(-ENOMEM, "Out of memory"), EXIT_FAILED;
+        if (!name) {
+                log_error_errno(-ENOMEM, "Out of memory");
+                return EXIT_FAILED;
+        }
         /* Look before locking: state_lock() creates the lock file, even for a key with no state. */
         if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno == ENOENT)
-                        return log_error("No volume '%s': %s has no state for it", key,
-                                         a->state_dir),
-                               EXIT_FAILED;
-                return log_error_errno(-errno, "Cannot access %s/%s: %m", a->state_dir, name),
-                       EXIT_FAILED;
+                if (errno == ENOENT) {
+                        log_error("No volume '%s': %s has no state for it", key, a->state_dir);
+                        return EXIT_FAILED;
+                }
+                log_error_errno(-errno, "Cannot access %s/%s: %m", a->state_dir, name);
+                return EXIT_FAILED;
         }
         lock_fd = state_lock(dir_fd, key);
         if (lock_fd == -EBUSY)
                 return log_volume_busy(a, key);
-        if (lock_fd == -ELOOP)
-                return log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
-                                 "or not a regular file; remove it",
-                                 key, a->state_dir, key),
-                       EXIT_FAILED;
-        if (lock_fd < 0)
-                return log_error_errno(lock_fd, "Cannot lock the state of %s: %m", key),
-                       EXIT_FAILED;
-        if (unlinkat(dir_fd, name, 0) < 0)
-                return log_error_errno(-errno, "Cannot remove %s/%s: %m", a->state_dir, name),
-                       EXIT_FAILED;
+        if (lock_fd == -ELOOP) {
+                log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
+                          "or not a regular file; remove it",
+                          key, a->state_dir, key);
+                return EXIT_FAILED;
+        }
+        if (lock_fd < 0) {
+                log_error_errno(lock_fd, "Cannot lock the state of %s: %m", key);
+                return EXIT_FAILED;
+        }
+        if (unlinkat(dir_fd, name, 0) < 0) {
+                log_error_errno(-errno, "Cannot remove %s/%s: %m", a->state_dir, name);
+                return EXIT_FAILED;
+        }
         (void)fsync(dir_fd);
         printf("Forgot %s: it will be hydrated from the start next time.\n", key);
         return flush_stdout();
@@ -518,14 +529,19 @@ static int cmd_forget(const Args *a, char **args) {
         r = require_root("forget");
         if (r != EXIT_OK)
                 return r;
-        if (!state_key_valid(key, strlen(key)))
-                return log_error("No volume '%s': not a volume id or state key", key), EXIT_FAILED;
+        if (!state_key_valid(key, strlen(key))) {
+                log_error("No volume '%s': not a volume id or state key", key);
+                return EXIT_FAILED;
+        }
         dir_fd = open(a->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir_fd < 0 && errno == ENOENT)
-                return log_error("No volume '%s': %s does not exist", key, a->state_dir),
-                       EXIT_FAILED;
-        if (dir_fd < 0)
-                return log_error_errno(-errno, "Cannot open %s: %m", a->state_dir), EXIT_FAILED;
+        if (dir_fd < 0 && errno == ENOENT) {
+                log_error("No volume '%s': %s does not exist", key, a->state_dir);
+                return EXIT_FAILED;
+        }
+        if (dir_fd < 0) {
+                log_error_errno(-errno, "Cannot open %s: %m", a->state_dir);
+                return EXIT_FAILED;
+        }
         return forget_state(a, dir_fd, key);
 }
 
@@ -548,10 +564,11 @@ static int dispatch(const Args *a, int argc, char **argv) {
 
                 if (!streq_ptr(c->name, name))
                         continue;
-                if (n_args < c->min_args || n_args > c->max_args)
-                        return log_error("Usage: ebs-hydratectl [OPTIONS] %s%s%s (see --help)",
-                                         name, c->synopsis[0] ? " " : "", c->synopsis),
-                               EXIT_USAGE;
+                if (n_args < c->min_args || n_args > c->max_args) {
+                        log_error("Usage: ebs-hydratectl [OPTIONS] %s%s%s (see --help)", name,
+                                  c->synopsis[0] ? " " : "", c->synopsis);
+                        return EXIT_USAGE;
+                }
                 return c->run(a, argc > 0 ? argv + 1 : no_args);
         }
         log_error("Unknown command '%s' (see --help)", name);

@@ -850,18 +850,21 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         run->key = key;
         run->code = -1;
         lock_fd = state_lock(dir_fd, key);
-        if (lock_fd == -EBUSY)
-                return log_error_errno(lock_fd,
-                                       "%s (%s) is being hydrated by another process already", key,
-                                       dev->path),
-                       EXIT_FAILED;
-        if (lock_fd == -ELOOP) /* planted: a restart cannot help, exit 2 stops the unit's */
-                return log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
-                                 "or not a regular file; remove it",
-                                 key, run->state_dir, key),
-                       EXIT_USAGE;
-        if (lock_fd < 0)
-                return log_error_errno(lock_fd, "Failed to lock state of %s: %m", key), EXIT_FAILED;
+        if (lock_fd == -EBUSY) {
+                log_error_errno(lock_fd, "%s (%s) is being hydrated by another process already",
+                                key, dev->path);
+                return EXIT_FAILED;
+        }
+        if (lock_fd == -ELOOP) { /* planted: a restart cannot help, exit 2 stops the unit's */
+                log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
+                          "or not a regular file; remove it",
+                          key, run->state_dir, key);
+                return EXIT_USAGE;
+        }
+        if (lock_fd < 0) {
+                log_error_errno(lock_fd, "Failed to lock state of %s: %m", key);
+                return EXIT_FAILED;
+        }
         r = hydrator_new(&run->hydrator, run->event, dev, key, dir_fd, settings);
         if (r < 0)
                 return EXIT_FAILED;
@@ -893,8 +896,10 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         r = sd_event_loop(run->event);
         stalled = discovery_stalled_usec(run->discovery);
         run->discovery = discovery_free(run->discovery); /* one stuck in the device is let go */
-        if (r < 0)
-                return log_error_errno(r, "Event loop failed: %m"), EXIT_FAILED;
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                return EXIT_FAILED;
+        }
         if (run->code >= 0)
                 return run->code;
         if (!run->started) { /* stopped while mapping the file systems */

@@ -56,8 +56,10 @@ int chunkmap_new(ChunkMap **ret, uint64_t size, uint32_t chunk_size) {
         m->n_chunks = DIV_ROUND_UP(size, chunk_size);
         m->done = calloc(n_words(m->n_chunks), sizeof(uint64_t));
         m->busy = calloc(n_words(m->n_chunks), sizeof(uint64_t));
-        if (!m->done || !m->busy)
-                return chunkmap_free(m), -ENOMEM;
+        if (!m->done || !m->busy) {
+                chunkmap_free(m);
+                return -ENOMEM;
+        }
 
         *ret = m;
         return 0;

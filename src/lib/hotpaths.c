@@ -191,16 +191,15 @@ static int map_file(Collector *c, const char *path, const struct stat *st, const
                 return 1; /* said once per entry, by the caller */
         if (r < 0) {
                 c->warned = true;
-                return log_warning_errno(r, "HotPaths=: cannot place %s on the disk (%m), skipping",
-                                         SHOWN(path)),
-                       0;
+                log_warning_errno(r, "HotPaths=: cannot place %s on the disk (%m), skipping",
+                                  SHOWN(path));
+                return 0;
         }
         fd = open_file(path);
         if (fd < 0) {
                 c->warned = true;
-                return log_warning_errno(fd, "HotPaths=: cannot open %s (%m), skipping",
-                                         SHOWN(path)),
-                       0;
+                log_warning_errno(fd, "HotPaths=: cannot open %s (%m), skipping", SHOWN(path));
+                return 0;
         }
         r = hotpaths_file_extents(fd, offset, &c->ranges, &c->n);
         if (r == -ENOMEM)

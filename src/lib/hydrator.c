@@ -431,12 +431,14 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
                  * resumes. */
                 log_warning_errno(error, "%s went away (%m); stopping with progress saved",
                                   h->dev->path);
-                return finish(h, HYDRATOR_DETACHED, error);
+                finish(h, HYDRATOR_DETACHED, error);
+                return;
         }
         if (!retryable(error)) {
                 log_error_errno(error, "Failed to read %s at byte %" PRIu64 ": %m", h->dev->path,
                                 req->offset);
-                return finish(h, HYDRATOR_FAILED, error);
+                finish(h, HYDRATOR_FAILED, error);
+                return;
         }
         /* Media errors are rare and local; every read failing means the device went away. */
         if (++h->failures_in_a_row >= HYDRATOR_FAILURE_STORM) {
@@ -444,10 +446,13 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
                                 "%s: %u reads in a row failed (%m): the device looks detached "
                                 "or broken; stopping with progress saved",
                                 h->dev->path, h->failures_in_a_row);
-                return finish(h, HYDRATOR_FAILED, error);
+                finish(h, HYDRATOR_FAILED, error);
+                return;
         }
-        if (count == 1 && req->attempt >= HYDRATOR_RETRIES)
-                return give_up(h, req, error);
+        if (count == 1 && req->attempt >= HYDRATOR_RETRIES) {
+                give_up(h, req, error);
+                return;
+        }
 
         log_debug_errno(error, "%s: read at byte %" PRIu64 " failed (%m), retrying", h->dev->path,
                         req->offset);
@@ -455,9 +460,10 @@ static void handle_failure(Hydrator *h, const ReadRequest *req, int error) {
                 r = add_retry(h, &(ReadRequest){.offset = chunkmap_offset(m, c),
                                                 .length = chunkmap_range_bytes(m, c, 1),
                                                 .attempt = req->attempt + 1});
-        if (r < 0)
-                return finish(h, HYDRATOR_FAILED,
-                              log_error_errno(r, "Failed to queue a retry: %m"));
+        if (r < 0) {
+                finish(h, HYDRATOR_FAILED, log_error_errno(r, "Failed to queue a retry: %m"));
+                return;
+        }
         rearm_retry_timer(h);
 }
 
@@ -529,10 +535,12 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
                 h->bytes_completed += req->length;
                 plan_mark_done(h->plan, m, req->offset / m->chunk_size,
                                DIV_ROUND_UP(req->length, m->chunk_size));
-                if (h->state->n_bad > 0 && state_clear_bad(h->state, req->offset, req->length) < 0)
-                        return finish(
-                                h, HYDRATOR_FAILED,
-                                log_error_errno(-ENOMEM, "Failed to update unreadable ranges: %m"));
+                if (h->state->n_bad > 0 &&
+                    state_clear_bad(h->state, req->offset, req->length) < 0) {
+                        finish(h, HYDRATOR_FAILED,
+                               log_error_errno(-ENOMEM, "Failed to update unreadable ranges: %m"));
+                        return;
+                }
                 h->run_bytes += req->length;
                 h->state->bytes_read += req->length;
                 maybe_checkpoint(h);
@@ -808,8 +816,10 @@ static int on_aio_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (h->phase != HYDRATOR_HYDRATING)
                 return 0;
         r = start_reader(h);
-        if (r < 0)
-                return finish(h, HYDRATOR_FAILED, r), 0;
+        if (r < 0) {
+                finish(h, HYDRATOR_FAILED, r);
+                return 0;
+        }
         fill(h);
         return 0;
 }

@@ -124,17 +124,26 @@ static void handle_event(Reader *r, struct io_event *ev) {
         uint64_t left = s->req.length - s->done;
 
         r->n_inflight--;
-        if (res == -EINTR || res == -EAGAIN)
-                return slot_prepare(r, s);
-        if (res < 0)
-                return slot_finish(r, s, (int)res);
-        if (res == 0) /* end of device before the end of the request: it shrank */
-                return slot_finish(r, s, -ENXIO);
+        if (res == -EINTR || res == -EAGAIN) {
+                slot_prepare(r, s);
+                return;
+        }
+        if (res < 0) {
+                slot_finish(r, s, (int)res);
+                return;
+        }
+        if (res == 0) { /* end of device before the end of the request: it shrank */
+                slot_finish(r, s, -ENXIO);
+                return;
+        }
         if ((uint64_t)res < left) {
-                if (res % r->alignment != 0)
-                        return slot_finish(r, s, -EIO);
+                if (res % r->alignment != 0) {
+                        slot_finish(r, s, -EIO);
+                        return;
+                }
                 s->done += (uint64_t)res;
-                return slot_prepare(r, s); /* short read: ask for the rest */
+                slot_prepare(r, s); /* short read: ask for the rest */
+                return;
         }
         slot_finish(r, s, 0);
 }
