@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reference versions of the EBS naming rules for the fuzz targets' invariants; see fuzz-ebs.h.
- * Slow and simple on purpose: byte by byte, no shared code with src/lib/volid.c.
+ * Slow and simple on purpose: byte by byte, no shared code with src/identity/volid.c.
  */
 #include <ctype.h>
 #include <string.h>

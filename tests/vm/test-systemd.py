@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vm  # noqa: E402
 
 MIB = 1 << 20
-# The fixed journal MESSAGE_IDs (include/log.h, ebs-hydrated(8) JOURNAL).
+# The fixed journal MESSAGE_IDs (src/shared/log.h, ebs-hydrated(8) JOURNAL).
 MESSAGE_STARTED = "49b38269611b48e4ab0a4b2be34a7e62"
 MESSAGE_COMPLETE = "fe14081e0c3c433196e76e742caf5014"
 BUS_NAME = "org.ebshydrate.Volume1."  # + kernel name

@@ -70,17 +70,17 @@ const char *hydrate_bus_state(const HydratorStatus *st) {
         switch (st->phase) {
         case HYDRATOR_LOADED: /* mapping the file systems */
         case HYDRATOR_HYDRATING:
-                return st->paused ? "paused" : "hydrating";
+                return st->paused ? HYDRATE_BUS_STATE_PAUSED : HYDRATE_BUS_STATE_HYDRATING;
         case HYDRATOR_COMPLETE:
-                return "completed";
+                return HYDRATE_BUS_STATE_COMPLETED;
         case HYDRATOR_STOPPED:
         case HYDRATOR_DETACHED:
-                return "paused";
+                return HYDRATE_BUS_STATE_PAUSED;
         case HYDRATOR_UNREADABLE:
         case HYDRATOR_FAILED:
                 break;
         }
-        return "failed";
+        return HYDRATE_BUS_STATE_FAILED;
 }
 
 /* The snapshot of what changes; identity fields are set once. */
@@ -196,23 +196,24 @@ static int method_set_rate_limit(sd_bus_message *m, void *userdata, sd_bus_error
 
 static const sd_bus_vtable volume_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        PROP_CONST("VolumeId", "s", volume_id),
-        PROP_CONST("Device", "s", device),
-        PROP_CONST("DeviceName", "s", device_name),
-        PROP_CHANGING("State", "s", state),
-        PROP_CONST("SizeBytes", "t", size_bytes),
-        PROP_CHANGING("HydratedBytes", "t", hydrated_bytes),
-        PROP_CHANGING("Percent", "d", percent),
-        PROP_CHANGING("RateBytesPerSecond", "t", rate_bytes_per_second),
-        PROP_CHANGING("EtaSeconds", "t", eta_seconds),
-        PROP_CHANGING("ErrorCount", "t", error_count),
-        PROP_CHANGING("Phase", "s", phase),
-        SD_BUS_PROPERTY("PhaseProgress", "a(stt)", property_get_phase_progress, 0,
+        PROP_CONST(HYDRATE_BUS_PROP_VOLUME_ID, "s", volume_id),
+        PROP_CONST(HYDRATE_BUS_PROP_DEVICE, "s", device),
+        PROP_CONST(HYDRATE_BUS_PROP_DEVICE_NAME, "s", device_name),
+        PROP_CHANGING(HYDRATE_BUS_PROP_STATE, "s", state),
+        PROP_CONST(HYDRATE_BUS_PROP_SIZE_BYTES, "t", size_bytes),
+        PROP_CHANGING(HYDRATE_BUS_PROP_HYDRATED_BYTES, "t", hydrated_bytes),
+        PROP_CHANGING(HYDRATE_BUS_PROP_PERCENT, "d", percent),
+        PROP_CHANGING(HYDRATE_BUS_PROP_RATE, "t", rate_bytes_per_second),
+        PROP_CHANGING(HYDRATE_BUS_PROP_ETA_SECONDS, "t", eta_seconds),
+        PROP_CHANGING(HYDRATE_BUS_PROP_ERROR_COUNT, "t", error_count),
+        PROP_CHANGING(HYDRATE_BUS_PROP_PHASE, "s", phase),
+        SD_BUS_PROPERTY(HYDRATE_BUS_PROP_PHASE_PROGRESS, "a(stt)", property_get_phase_progress, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        PROP_CHANGING("Yielding", "b", yielding),
-        SD_BUS_METHOD("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("SetRateLimit", "t", "", method_set_rate_limit, SD_BUS_VTABLE_UNPRIVILEGED),
+        PROP_CHANGING(HYDRATE_BUS_PROP_YIELDING, "b", yielding),
+        SD_BUS_METHOD(HYDRATE_BUS_METHOD_PAUSE, "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(HYDRATE_BUS_METHOD_RESUME, "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(HYDRATE_BUS_METHOD_SET_RATE_LIMIT, "t", "", method_set_rate_limit,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
@@ -224,26 +225,26 @@ void hydrate_bus_refresh(HydrateBus *b) {
 
         snapshot(b->hydrator, &b->props);
         if (old.state != b->props.state)
-                changed[n++] = "State";
+                changed[n++] = HYDRATE_BUS_PROP_STATE;
         if (old.hydrated_bytes != b->props.hydrated_bytes)
-                changed[n++] = "HydratedBytes";
+                changed[n++] = HYDRATE_BUS_PROP_HYDRATED_BYTES;
         if (old.percent != b->props.percent)
-                changed[n++] = "Percent";
+                changed[n++] = HYDRATE_BUS_PROP_PERCENT;
         if (old.rate_bytes_per_second != b->props.rate_bytes_per_second)
-                changed[n++] = "RateBytesPerSecond";
+                changed[n++] = HYDRATE_BUS_PROP_RATE;
         if (old.eta_seconds != b->props.eta_seconds)
-                changed[n++] = "EtaSeconds";
+                changed[n++] = HYDRATE_BUS_PROP_ETA_SECONDS;
         if (old.error_count != b->props.error_count)
-                changed[n++] = "ErrorCount";
+                changed[n++] = HYDRATE_BUS_PROP_ERROR_COUNT;
         if (old.phase != b->props.phase)
-                changed[n++] = "Phase";
+                changed[n++] = HYDRATE_BUS_PROP_PHASE;
         if (memcmp(old.stages.done_bytes, b->props.stages.done_bytes,
                    sizeof(old.stages.done_bytes)) != 0 ||
             memcmp(old.stages.total_bytes, b->props.stages.total_bytes,
                    sizeof(old.stages.total_bytes)) != 0)
-                changed[n++] = "PhaseProgress";
+                changed[n++] = HYDRATE_BUS_PROP_PHASE_PROGRESS;
         if (old.yielding != b->props.yielding)
-                changed[n++] = "Yielding";
+                changed[n++] = HYDRATE_BUS_PROP_YIELDING;
         if (n == 0)
                 return;
         changed[n] = NULL;

@@ -10,15 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bus-contract.h"
 #include "state.h"
 
 /* States a running daemon reports (D-Bus State), plus "stopped" for a state file of a volume
  * that is not complete and not running, and "mismatched" for a state file that holds another
  * volume's state (KEY.state whose contents name another key): it has no figures. */
-#define VOLUME_STATE_HYDRATING "hydrating"
-#define VOLUME_STATE_PAUSED "paused"
-#define VOLUME_STATE_COMPLETED "completed"
-#define VOLUME_STATE_FAILED "failed"
+#define VOLUME_STATE_HYDRATING HYDRATE_BUS_STATE_HYDRATING
+#define VOLUME_STATE_PAUSED HYDRATE_BUS_STATE_PAUSED
+#define VOLUME_STATE_COMPLETED HYDRATE_BUS_STATE_COMPLETED
+#define VOLUME_STATE_FAILED HYDRATE_BUS_STATE_FAILED
 #define VOLUME_STATE_STOPPED "stopped"
 #define VOLUME_STATE_MISMATCHED "mismatched"
 

@@ -12,12 +12,9 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "bus-contract.h"
 #include "hydrator.h"
 
-#define HYDRATE_BUS_NAME_PREFIX "org.ebshydrate.Volume1."
-#define HYDRATE_BUS_PATH "/org/ebshydrate/Volume1"
-#define HYDRATE_BUS_INTERFACE "org.ebshydrate.Volume1"
-#define HYDRATE_BUS_NAME_MAX 255
 #define HYDRATE_BUS_REFRESH_USEC (1000 * UINT64_C(1000))
 
 typedef struct HydrateBus HydrateBus;

@@ -418,7 +418,7 @@ static int call_on_target(const char *command, const char *target, const char *m
 
         if (open_bus(&bus) < 0 || find_running(bus, target, &v) < 0)
                 return EXIT_FAILED;
-        if (streq_ptr(method, "SetRateLimit"))
+        if (streq_ptr(method, HYDRATE_BUS_METHOD_SET_RATE_LIMIT))
                 r = ctl_bus_call(bus, v.kernel_name, method, &error, "t", rate);
         else
                 r = ctl_bus_call(bus, v.kernel_name, method, &error, NULL);
@@ -434,13 +434,13 @@ static int call_on_target(const char *command, const char *target, const char *m
 static int cmd_pause(const Args *a, char **args) {
         int r = require_root("pause");
 
-        return r != EXIT_OK ? r : call_on_target("pause", args[0], "Pause", 0);
+        return r != EXIT_OK ? r : call_on_target("pause", args[0], HYDRATE_BUS_METHOD_PAUSE, 0);
 }
 
 static int cmd_resume(const Args *a, char **args) {
         int r = require_root("resume");
 
-        return r != EXIT_OK ? r : call_on_target("resume", args[0], "Resume", 0);
+        return r != EXIT_OK ? r : call_on_target("resume", args[0], HYDRATE_BUS_METHOD_RESUME, 0);
 }
 
 static int cmd_set_rate_limit(const Args *a, char **args) {
@@ -452,7 +452,9 @@ static int cmd_set_rate_limit(const Args *a, char **args) {
                 return EXIT_USAGE;
         }
         r = require_root("set-rate-limit");
-        return r != EXIT_OK ? r : call_on_target("set-rate-limit", args[0], "SetRateLimit", rate);
+        return r != EXIT_OK ? r
+                            : call_on_target("set-rate-limit", args[0],
+                                             HYDRATE_BUS_METHOD_SET_RATE_LIMIT, rate);
 }
 
 /* The kernel name of the running instance hydrating @key, for a better message; quiet. */

@@ -23,17 +23,17 @@ typedef struct PropertySlot {
 } PropertySlot;
 
 static const PropertySlot property_slots[] = {
-        {"VolumeId", 's', offsetof(VolumeInfo, volume_id)},
-        {"Device", 's', offsetof(VolumeInfo, device)},
-        {"DeviceName", 's', offsetof(VolumeInfo, device_name)},
-        {"State", 's', offsetof(VolumeInfo, state)},
-        {"SizeBytes", 't', offsetof(VolumeInfo, size_bytes)},
-        {"HydratedBytes", 't', offsetof(VolumeInfo, hydrated_bytes)},
-        {"RateBytesPerSecond", 't', offsetof(VolumeInfo, rate_bytes_per_second)},
-        {"EtaSeconds", 't', offsetof(VolumeInfo, eta_seconds)},
-        {"ErrorCount", 't', offsetof(VolumeInfo, error_count)},
-        {"Phase", 's', offsetof(VolumeInfo, phase)},
-        {"Yielding", 'b', offsetof(VolumeInfo, yielding)},
+        {HYDRATE_BUS_PROP_VOLUME_ID, 's', offsetof(VolumeInfo, volume_id)},
+        {HYDRATE_BUS_PROP_DEVICE, 's', offsetof(VolumeInfo, device)},
+        {HYDRATE_BUS_PROP_DEVICE_NAME, 's', offsetof(VolumeInfo, device_name)},
+        {HYDRATE_BUS_PROP_STATE, 's', offsetof(VolumeInfo, state)},
+        {HYDRATE_BUS_PROP_SIZE_BYTES, 't', offsetof(VolumeInfo, size_bytes)},
+        {HYDRATE_BUS_PROP_HYDRATED_BYTES, 't', offsetof(VolumeInfo, hydrated_bytes)},
+        {HYDRATE_BUS_PROP_RATE, 't', offsetof(VolumeInfo, rate_bytes_per_second)},
+        {HYDRATE_BUS_PROP_ETA_SECONDS, 't', offsetof(VolumeInfo, eta_seconds)},
+        {HYDRATE_BUS_PROP_ERROR_COUNT, 't', offsetof(VolumeInfo, error_count)},
+        {HYDRATE_BUS_PROP_PHASE, 's', offsetof(VolumeInfo, phase)},
+        {HYDRATE_BUS_PROP_YIELDING, 'b', offsetof(VolumeInfo, yielding)},
 };
 
 const char *ctl_bus_kernel_name(const char *bus_name) {
@@ -57,7 +57,8 @@ static bool bus_name_element_valid(const char *s) {
 }
 
 int ctl_bus_name(const char *kernel_name, char **ret) {
-        if (!bus_name_element_valid(kernel_name) || strlen(kernel_name) > 200)
+        if (!bus_name_element_valid(kernel_name) ||
+            strlen(kernel_name) > HYDRATE_BUS_KERNEL_NAME_MAX)
                 return -EINVAL;
         return asprintf(ret, "%s%s", HYDRATE_BUS_NAME_PREFIX, kernel_name) < 0 ? -ENOMEM : 0;
 }
@@ -110,7 +111,7 @@ static int read_property(sd_bus_message *m, const char *name, VolumeInfo *v) {
         void *field;
         int r;
 
-        if (streq_ptr(name, "PhaseProgress"))
+        if (streq_ptr(name, HYDRATE_BUS_PROP_PHASE_PROGRESS))
                 return read_phase_progress(m, v);
         if (!slot)
                 return sd_bus_message_skip(m, "v");

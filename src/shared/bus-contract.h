@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The D-Bus interface between ebs-hydrated (src/daemon/bus.c) and ebs-hydratectl
+ * (src/ctl/ctl-bus.c): names, properties and methods, defined once for both ends. Fixed: the
+ * policy file (units/org.ebshydrate.Volume1.conf), ebs-hydrated(8) and scripts depend on them.
+ */
+#pragma once
+
+#include <stdint.h>
+
+/* One bus name per instance: the prefix, then the kernel name with '-' for anything a bus name
+ * element cannot hold (hydrate_bus_name()). */
+#define HYDRATE_BUS_NAME_PREFIX "org.ebshydrate.Volume1."
+#define HYDRATE_BUS_PATH "/org/ebshydrate/Volume1"
+#define HYDRATE_BUS_INTERFACE "org.ebshydrate.Volume1"
+/* The D-Bus specification's limit on a bus name; a kernel name longer than what fits after the
+ * prefix cannot name an instance. */
+#define HYDRATE_BUS_NAME_MAX 255
+#define HYDRATE_BUS_KERNEL_NAME_MAX (HYDRATE_BUS_NAME_MAX - (sizeof(HYDRATE_BUS_NAME_PREFIX) - 1))
+
+/* Properties: name and D-Bus signature. */
+#define HYDRATE_BUS_PROP_VOLUME_ID "VolumeId"           /* s, const */
+#define HYDRATE_BUS_PROP_DEVICE "Device"                /* s, const */
+#define HYDRATE_BUS_PROP_DEVICE_NAME "DeviceName"       /* s, const */
+#define HYDRATE_BUS_PROP_STATE "State"                  /* s */
+#define HYDRATE_BUS_PROP_SIZE_BYTES "SizeBytes"         /* t, const */
+#define HYDRATE_BUS_PROP_HYDRATED_BYTES "HydratedBytes" /* t */
+#define HYDRATE_BUS_PROP_PERCENT "Percent"              /* d */
+#define HYDRATE_BUS_PROP_RATE "RateBytesPerSecond"      /* t */
+#define HYDRATE_BUS_PROP_ETA_SECONDS "EtaSeconds"       /* t */
+#define HYDRATE_BUS_PROP_ERROR_COUNT "ErrorCount"       /* t */
+#define HYDRATE_BUS_PROP_PHASE "Phase"                  /* s */
+#define HYDRATE_BUS_PROP_PHASE_PROGRESS "PhaseProgress" /* a(stt) */
+#define HYDRATE_BUS_PROP_YIELDING "Yielding"            /* b */
+
+/* Methods (root only, the daemon checks the caller). */
+#define HYDRATE_BUS_METHOD_PAUSE "Pause"
+#define HYDRATE_BUS_METHOD_RESUME "Resume"
+#define HYDRATE_BUS_METHOD_SET_RATE_LIMIT "SetRateLimit" /* t: bytes per second, 0 = none */
+
+/* Values of State. */
+#define HYDRATE_BUS_STATE_HYDRATING "hydrating"
+#define HYDRATE_BUS_STATE_PAUSED "paused"
+#define HYDRATE_BUS_STATE_COMPLETED "completed"
+#define HYDRATE_BUS_STATE_FAILED "failed"
