@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ebs-hydratectl's side of the D-Bus interface in DESIGN.md: find the running ebs-hydrated
+ * ebs-hydratectl's side of the D-Bus interface in docs/design.md: find the running ebs-hydrated
  * instances (one bus name per kernel name), read their properties into VolumeInfo records and
  * call their methods. Quiet, except for an instance it skips for a reason other than vanishing.
  */

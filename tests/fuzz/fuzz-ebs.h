@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The EBS naming rules of DESIGN.md written out a second time, plainly and independently of
+ * The EBS naming rules of docs/design.md written out a second time, plainly and independently of
  * volid.c, so that the NVMe identify and identity fuzz targets can check what the parsers
  * return against what the rules say.
  */

@@ -285,7 +285,7 @@ case_notify() {
     grep -vx 'WATCHDOG=1' "$log" | sed 's/^/notify: /'
     grep -qx 'READY=1' "$log" || fail "no READY=1"
     grep -Eq '^STATUS=t9: [0-9]+\.[0-9]% hydrated \([0-9.]+ MiB of 256\.0 MiB\), [0-9.]+ [KM]iB/s, ' "$log" ||
-        fail "no progress STATUS= in the DESIGN.md format"
+        fail "no progress STATUS= in the format of docs/design.md"
     grep -q '^STATUS=t9: .* MiB/s, about .* left$' "$log" || fail "no ETA in STATUS="
     # Completion is not a stop: STOPPING=1 would make systemd ignore RemainAfterExit=yes, and
     # the unit would end "inactive (dead)" instead of "active (exited)" with this STATUS=.

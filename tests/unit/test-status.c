@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* STATUS= lines: DESIGN.md's progress format, and a distinct final word for each way to end. */
+/*
+ * STATUS= lines: the progress format of docs/design.md, and a distinct final word for each way
+ * to end.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,7 +36,7 @@ static void test_status_hydrating(void **state) {
                                  "187 MiB/s, about 32s left");
 }
 
-/* Giving way to a workload: said after the figures, which stay DESIGN.md's prefix. */
+/* Giving way to a workload: said after the figures, which stay the prefix of docs/design.md. */
 static void test_status_yielding(void **state) {
         HydratorStatus st = sample(HYDRATOR_HYDRATING);
         char buf[256];
@@ -52,7 +55,7 @@ static void test_status_yielding(void **state) {
         assert_string_equal(buf, "vol-0123456789abcdef0: paused at 42.0% hydrated (of 10.0 GiB)");
 }
 
-/* A file-system-aware plan adds its stages; DESIGN.md's format stays the prefix. */
+/* A file-system-aware plan adds its stages; the format of docs/design.md stays the prefix. */
 static void test_status_hydrating_with_plan(void **state) {
         HydratorStatus st = sample(HYDRATOR_HYDRATING);
         char buf[512];
