@@ -15,6 +15,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus.h"
+#include "report.h"
 #include "parse.h"
 #include "log.h"
 #include "progress.h"
@@ -66,23 +67,6 @@ int hydrate_bus_name(const char *kernel_name, char *ret, size_t size) {
         return 0;
 }
 
-const char *hydrate_bus_state(const HydratorStatus *st) {
-        switch (st->phase) {
-        case HYDRATOR_LOADED: /* mapping the file systems */
-        case HYDRATOR_HYDRATING:
-                return st->paused ? HYDRATE_BUS_STATE_PAUSED : HYDRATE_BUS_STATE_HYDRATING;
-        case HYDRATOR_COMPLETE:
-                return HYDRATE_BUS_STATE_COMPLETED;
-        case HYDRATOR_STOPPED:
-        case HYDRATOR_DETACHED:
-                return HYDRATE_BUS_STATE_PAUSED;
-        case HYDRATOR_UNREADABLE:
-        case HYDRATOR_FAILED:
-                break;
-        }
-        return HYDRATE_BUS_STATE_FAILED;
-}
-
 /* The snapshot of what changes; identity fields are set once. */
 static void snapshot(const Hydrator *h, BusProperties *p) {
         HydratorStatus st;
@@ -90,7 +74,7 @@ static void snapshot(const Hydrator *h, BusProperties *p) {
 
         hydrator_get_status(h, &st);
         eta = progress_eta(st.done_bytes, st.size, st.rate);
-        p->state = hydrate_bus_state(&st);
+        p->state = report_bus_state(&st);
         p->size_bytes = st.size;
         p->hydrated_bytes = st.done_bytes;
         p->percent = (double)progress_permille(st.done_bytes, st.size) / 10.0;

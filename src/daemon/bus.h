@@ -32,13 +32,6 @@ typedef struct HydrateBusIdentity {
 int hydrate_bus_name(const char *kernel_name, char *ret, size_t size);
 
 /*
- * hydrate_bus_state() - the State property for a hydrator status: "hydrating", "paused",
- * "completed" or "failed". Finishing with unreadable ranges is "failed" (ErrorCount says how
- * many); a run stopped by a signal is "paused", since the next run resumes it.
- */
-const char *hydrate_bus_state(const HydratorStatus *st);
-
-/*
  * hydrate_bus_new() - connect to the system bus ($DBUS_SYSTEM_BUS_ADDRESS is honoured),
  * publish the object for @h, own the bus name, and attach to @event. Logs its errors.
  * @h is borrowed and must outlive the bus object.

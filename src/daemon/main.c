@@ -32,14 +32,14 @@
 #include "log.h"
 #include "parse.h"
 #include "progress.h"
-#include "status.h"
+#include "report.h"
 
 enum {
-        EXIT_COMPLETE = 0,
-        EXIT_FAILED = 1,
-        EXIT_USAGE = 2,
-        EXIT_UNREADABLE = 3,
-        EXIT_DETACHED = 4,
+        EXIT_COMPLETE = REPORT_EXIT_COMPLETE,
+        EXIT_FAILED = REPORT_EXIT_FAILED,
+        EXIT_USAGE = REPORT_EXIT_USAGE,
+        EXIT_UNREADABLE = REPORT_EXIT_UNREADABLE,
+        EXIT_DETACHED = REPORT_EXIT_DETACHED,
 };
 
 typedef enum ProgressMode { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } ProgressMode;
@@ -435,26 +435,12 @@ static void notify_status(Run *run) {
         char line[512];
 
         hydrator_get_status(run->hydrator, &st);
-        if (run->discovery && !run->started) {
-                char total[FORMAT_BYTES_MAX];
-                unsigned pm = progress_permille(st.done_bytes, st.size);
-                uint64_t stalled = discovery_stalled_usec(run->discovery);
-
-                format_bytes(total, sizeof(total), st.size);
-                if (stalled > 0)
-                        (void)sd_notifyf(false,
-                                         "STATUS=%s: %u.%u%% hydrated (of %s), mapping the file "
-                                         "systems; device stalled, no read completed for %" PRIu64
-                                         " s",
-                                         st.key, pm / 10, pm % 10, total, stalled / 1000000u);
-                else
-                        (void)sd_notifyf(false,
-                                         "STATUS=%s: %u.%u%% hydrated (of %s), mapping the file "
-                                         "systems",
-                                         st.key, pm / 10, pm % 10, total);
-                return;
-        }
-        (void)sd_notifyf(false, "STATUS=%s", status_format(line, sizeof(line), &st));
+        if (run->discovery && !run->started)
+                report_status_mapping(line, sizeof(line), &st,
+                                      discovery_stalled_usec(run->discovery));
+        else
+                report_status(line, sizeof(line), &st);
+        (void)sd_notifyf(false, "STATUS=%s", line);
 }
 
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -495,130 +481,23 @@ static void on_finished(Hydrator *h, void *userdata) {
         (void)sd_event_exit(run->event, 0);
 }
 
-/* Bytes Mode=used leaves unread: free space not hydrated, 0 in full mode. */
-static uint64_t cold_free_bytes(const HydratorStatus *st) {
-        if (!st->plan.skip_free)
-                return 0;
-        return st->plan.total_bytes[PLAN_STAGE_FREE] - st->plan.done_bytes[PLAN_STAGE_FREE];
-}
-
-/* Why a run failed, in words: the errno's, or what the hydrator meant by it. */
-static const char *failure_reason(int error) {
-        if (error == -ESTALE)
-                return "the device changed size during the run; the next run starts over";
-        return strerror(error < 0 ? -error : EIO);
-}
-
 /* The line on stdout that says how the run ended, for whoever ran it by hand. */
 static void print_summary(Run *run) {
-        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32], line[2048];
+        char line[2048];
         HydratorStatus st;
-        size_t n = 0;
-        double secs;
-
-#define APPEND(...)                                                         \
-        do {                                                                \
-                int _w = snprintf(line + n, sizeof(line) - n, __VA_ARGS__); \
-                n = _w < 0 ? n : MIN(sizeof(line) - 1, n + (size_t)_w);     \
-        } while (0)
 
         hydrator_get_status(run->hydrator, &st);
-        secs = (double)st.run_usec / 1e6;
-        format_bytes(read, sizeof(read), st.run_bytes);
-        format_rate(rate, sizeof(rate), secs > 0 ? (uint64_t)((double)st.run_bytes / secs) : 0);
-        if (st.phase == HYDRATOR_COMPLETE && cold_free_bytes(&st) > 0) {
-                char used[FORMAT_BYTES_MAX], cold[FORMAT_BYTES_MAX];
-
-                APPEND("%s: hydrated %s of used blocks; %s free space left cold (Mode=used); "
-                       "read %s in %.1f s (%s average)\n",
-                       st.key,
-                       format_bytes(used, sizeof(used),
-                                    st.size - st.plan.total_bytes[PLAN_STAGE_FREE]),
-                       format_bytes(cold, sizeof(cold), cold_free_bytes(&st)), read, secs, rate);
-                (void)output_write(STDOUT_FILENO, line, n);
-                return;
-        }
-        APPEND("%s: %s %s of %s in %.1f s (%s average)", st.key,
-               st.phase == HYDRATOR_COMPLETE     ? "hydrated, read"
-               : st.phase == HYDRATOR_UNREADABLE ? "finished with unreadable ranges, read"
-               : st.phase == HYDRATOR_FAILED     ? "failed after reading"
-                                                 : "stopped after reading",
-               read, format_bytes(total, sizeof(total), st.size), secs, rate);
-        if (st.phase == HYDRATOR_FAILED) {
-                /* Not "N% hydrated": what was read but could not be saved is read again. */
-                APPEND(": %s", failure_reason(st.error));
-                if (st.unsaved)
-                        APPEND("; the state file could not be saved, the next run resumes from "
-                               "the last checkpoint written");
-        } else if (st.phase != HYDRATOR_COMPLETE) {
-                unsigned pm = progress_permille(st.done_bytes, st.size);
-                APPEND(", %u.%u%% hydrated", pm / 10, pm % 10);
-        }
-        if (st.n_bad > 0) {
-                APPEND("; %zu unreadable range%s:", st.n_bad, st.n_bad == 1 ? "" : "s");
-                for (size_t i = 0; i < st.n_bad && i < 8; i++)
-                        APPEND(" %" PRIu64 "-%" PRIu64, st.bad[i].offset,
-                               st.bad[i].offset + st.bad[i].length - 1);
-                if (st.n_bad > 8)
-                        APPEND(" ...");
-                APPEND(" (bytes)");
-        }
-        APPEND("\n");
-#undef APPEND
-        (void)output_write(STDOUT_FILENO, line, n);
+        (void)output_printf(STDOUT_FILENO, "%s\n", report_summary(line, sizeof(line), &st));
 }
 
 /* The journal record that says how the run ended; journalctl MESSAGE_ID=... finds them all. */
 static void log_outcome(const Run *run, const HydratorStatus *st) {
-        char total[FORMAT_BYTES_MAX];
-        unsigned pm = progress_permille(st->done_bytes, st->size);
+        const char *message_id;
+        char line[1024];
+        int level = report_journal(line, sizeof(line), st, run->devnode, &message_id);
 
-        format_bytes(total, sizeof(total), st->size);
-        switch (st->phase) {
-        case HYDRATOR_COMPLETE:
-                if (cold_free_bytes(st) > 0) {
-                        char cold[FORMAT_BYTES_MAX];
-
-                        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, st->key, run->devnode,
-                                   "%s (%s): hydration complete, all used blocks read; %s free "
-                                   "space left cold (Mode=used)",
-                                   st->key, run->devnode,
-                                   format_bytes(cold, sizeof(cold), cold_free_bytes(st)));
-                        break;
-                }
-                log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, st->key, run->devnode,
-                           "%s (%s): hydration complete, all %s read", st->key, run->devnode,
-                           total);
-                break;
-        case HYDRATOR_UNREADABLE:
-                log_volume(LOG_WARNING, LOG_MESSAGE_HYDRATION_UNREADABLE, st->key, run->devnode,
-                           "%s (%s): hydration finished with %zu unreadable range%s", st->key,
-                           run->devnode, st->n_bad, st->n_bad == 1 ? "" : "s");
-                break;
-        case HYDRATOR_FAILED:
-                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, st->key, run->devnode,
-                           "%s (%s): hydration failed at %u.%u%%: %s; %s", st->key, run->devnode,
-                           pm / 10, pm % 10, failure_reason(st->error),
-                           st->unsaved ? "the state file could not be saved; the next run "
-                                         "resumes from the last checkpoint written"
-                                       : "progress saved");
-                break;
-        default:
-                break;
-        }
-}
-
-static int exit_code_for(const HydratorStatus *st) {
-        switch (st->phase) {
-        case HYDRATOR_COMPLETE:
-                return EXIT_COMPLETE;
-        case HYDRATOR_UNREADABLE:
-                return EXIT_UNREADABLE;
-        case HYDRATOR_DETACHED:
-                return EXIT_DETACHED;
-        default:
-                return EXIT_FAILED;
-        }
+        if (level >= 0)
+                log_volume(level, message_id, st->key, run->devnode, "%s", line);
 }
 
 static void log_plan(const Run *run, const char *key, const HydrateSettings *s) {
@@ -931,7 +810,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                             "this process exit only when they return",
                             key, run->devnode, st.in_flight, st.in_flight == 1 ? "" : "s");
         print_summary(run);
-        return exit_code_for(&st);
+        return report_exit_status(&st);
 }
 
 static int run_main(const Args *a) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * STATUS= lines: the progress format of docs/design.md, and a distinct final word for each way
- * to end.
+ * Every phrasing of a run (src/daemon/report.c): STATUS= lines in the progress format of
+ * docs/design.md with a distinct final word for each way to end, and the summary, the journal
+ * record, the bus State and the exit status, which must agree with them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,7 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "status.h"
+#include "bus-contract.h"
+#include "log.h"
+#include "report.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
@@ -31,7 +34,7 @@ static void test_status_hydrating(void **state) {
         char buf[256];
 
         /* 5934 MiB left at 187 MiB/s: 31.7 s, rounded up. */
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
                                  "187 MiB/s, about 32s left");
 }
@@ -42,16 +45,16 @@ static void test_status_yielding(void **state) {
         char buf[256];
 
         st.yielding = true;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
                                  "187 MiB/s, about 32s left; yielding to other I/O on the volume");
         st.yield_neighbours = true; /* the I/O is on another volume behind the same cap */
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
                                  "187 MiB/s, about 32s left; yielding to other I/O on other "
                                  "volumes");
         st.paused = true; /* paused says paused */
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: paused at 42.0% hydrated (of 10.0 GiB)");
 }
 
@@ -66,14 +69,14 @@ static void test_status_hydrating_with_plan(void **state) {
                 .done_bytes = {64 * MiB, 63 * MiB, 1 * GiB, 0},
                 .total_bytes = {64 * MiB, 100 * MiB, 8 * GiB, 2 * GiB - 164 * MiB},
         };
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
                                  "187 MiB/s, about 32s left; metadata done, hot paths 63%, "
                                  "used 12%, free space next");
 
         /* No plan beyond "all used": the line is as before. */
         st.plan = (PlanProgress){.current = PLAN_STAGE_USED, .total_bytes = {0, 0, 10 * GiB, 0}};
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB), "
                                  "187 MiB/s, about 32s left");
 }
@@ -90,7 +93,7 @@ static void test_status_complete_used_mode(void **state) {
                 .done_bytes = {12 * MiB, 0, 300 * MiB, 0},
                 .total_bytes = {12 * MiB, 0, 300 * MiB, 700 * MiB},
         };
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: hydrated 312.0 MiB of used blocks; "
                                  "700.0 MiB free space left cold (Mode=used)");
 }
@@ -101,7 +104,7 @@ static void test_status_paused(void **state) {
 
         st.paused = true;
         st.rate = 0;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: paused at 42.0% hydrated (of 10.0 GiB)");
 }
 
@@ -110,7 +113,7 @@ static void test_status_complete(void **state) {
         char buf[256];
 
         st.done_bytes = st.size;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: hydrated (10.0 GiB)");
 }
 
@@ -122,7 +125,7 @@ static void test_status_unreadable(void **state) {
         st.bad = bad;
         st.n_bad = 2;
         st.done_bytes = st.size - MiB;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: finished, 99.9% hydrated (of 10.0 GiB); "
                                  "2 unreadable ranges (bytes): 1048576-1572863, 8388608-8912895");
 }
@@ -135,12 +138,12 @@ static void test_status_unreadable_many(void **state) {
 
         st.bad = bad;
         st.n_bad = 5;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: finished, 42.0% hydrated (of 10.0 GiB); "
                                  "5 unreadable ranges (bytes): 0-511, 4096-4607, 8192-8703 and 2 "
                                  "more");
         memset(small, 'x', sizeof(small));
-        status_format(small, sizeof(small), &st);
+        report_status(small, sizeof(small), &st);
         assert_int_equal(strlen(small), sizeof(small) - 1);
 }
 
@@ -149,23 +152,23 @@ static void test_status_failed_and_stopped(void **state) {
         char buf[256];
 
         st.error = -ENXIO;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: failed at 42.0% hydrated (of 10.0 GiB): "
                                  "No such device or address; progress saved");
         /* The save failed: never claim otherwise. */
         st.error = -EIO;
         st.unsaved = true;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: failed at 42.0% hydrated (of 10.0 GiB): "
                                  "Input/output error; the state file could not be saved");
         st.unsaved = false;
         st.phase = HYDRATOR_DETACHED;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf,
                             "vol-0123456789abcdef0: device detached at 42.0% hydrated (of 10.0 "
                             "GiB); progress saved, resumes when it is back");
         st.phase = HYDRATOR_STOPPED;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "
                                  "progress saved");
 }
@@ -178,18 +181,18 @@ static void test_status_stalled(void **state) {
         st.rate = 0;
         st.in_flight = 16;
         st.stalled_usec = 12 * UINT64_C(1000000) + 400000;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (4.2 GiB of 10.0 GiB); "
                                  "device stalled, no read completed for 12 s");
         /* Stopped while stalled: saved, but the process waits for the device. */
         st.phase = HYDRATOR_STOPPED;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "
                                  "progress saved; waiting for the stalled device to return 16 "
                                  "reads");
         /* Stopped with reads in flight that are not stuck: the plain word. */
         st.stalled_usec = 0;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: stopped at 42.0% hydrated (of 10.0 GiB); "
                                  "progress saved");
 }
@@ -201,14 +204,115 @@ static void test_status_waiting_for_aio(void **state) {
 
         st.rate = 0;
         st.waiting_for_aio = true;
-        status_format(buf, sizeof(buf), &st);
+        report_status(buf, sizeof(buf), &st);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (of 10.0 GiB); waiting "
                                  "for asynchronous I/O: fs.aio-max-nr is used up, trying again "
                                  "every 5 s");
 }
 
+/* The summary on stdout: how the run ended, in the same words as STATUS= and the journal. */
+static void test_report_summary(void **state) {
+        HydratorStatus st = sample(HYDRATOR_COMPLETE);
+        char buf[512];
+
+        st.run_bytes = 5 * GiB;
+        st.run_usec = 50 * UINT64_C(1000000);
+        report_summary(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: hydrated, read 5.0 GiB of 10.0 GiB in "
+                                 "50.0 s (102 MiB/s average)");
+        /* Failed: says why, and never "N% hydrated" when the state could not be saved. */
+        st.phase = HYDRATOR_FAILED;
+        st.error = -ENOSPC;
+        st.unsaved = true;
+        report_summary(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: failed after reading 5.0 GiB of 10.0 GiB "
+                                 "in 50.0 s (102 MiB/s average): No space left on device; the "
+                                 "state file could not be saved, the next run resumes from the "
+                                 "last checkpoint written");
+        /* The hydrator's -ESTALE: the device changed size, in words, not "Stale file handle". */
+        st.error = -ESTALE;
+        st.unsaved = false;
+        report_summary(buf, sizeof(buf), &st);
+        assert_non_null(strstr(buf, ": the device changed size during the run; the next run "
+                                    "starts over"));
+        report_status(buf, sizeof(buf), &st);
+        assert_non_null(strstr(buf, "the device changed size during the run"));
+        st.phase = HYDRATOR_STOPPED;
+        report_summary(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped after reading 5.0 GiB of 10.0 GiB "
+                                 "in 50.0 s (102 MiB/s average), 42.0% hydrated");
+}
+
+/* Unreadable ranges: the summary, the journal record and STATUS= name the same ones, the same
+ * way (they once listed 8 in one place and 3 in another). */
+static void test_report_unreadable_agree(void **state) {
+        ByteRange bad[] = {{0, 512}, {4096, 1024}, {1 << 20, 512}, {2 << 20, 512}, {3 << 20, 512}};
+        const char *ranges = ": 0-511, 4096-5119, 1048576-1049087 and 2 more";
+        HydratorStatus st = sample(HYDRATOR_UNREADABLE);
+        const char *id = NULL;
+        char buf[512];
+
+        st.bad = bad;
+        st.n_bad = 5;
+        report_summary(buf, sizeof(buf), &st);
+        assert_non_null(strstr(buf, "; 5 unreadable ranges (bytes)"));
+        assert_non_null(strstr(buf, ranges));
+        assert_int_equal(report_journal(buf, sizeof(buf), &st, "/dev/nvme1n1", &id), LOG_WARNING);
+        assert_string_equal(id, LOG_MESSAGE_HYDRATION_UNREADABLE);
+        assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration finished with 5 "
+                                 "unreadable ranges (bytes): 0-511, 4096-5119, 1048576-1049087 "
+                                 "and 2 more");
+        report_status(buf, sizeof(buf), &st);
+        assert_non_null(strstr(buf, ranges));
+        assert_int_equal(report_exit_status(&st), REPORT_EXIT_UNREADABLE);
+        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_FAILED);
+}
+
+/* The journal record, the exit status and the bus State of each way to end. */
+static void test_report_journal_exit_and_bus(void **state) {
+        HydratorStatus st = sample(HYDRATOR_COMPLETE);
+        const char *id = NULL;
+        char buf[512];
+
+        assert_int_equal(report_journal(buf, sizeof(buf), &st, "/dev/nvme1n1", &id), LOG_INFO);
+        assert_string_equal(id, LOG_MESSAGE_HYDRATION_COMPLETE);
+        assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration complete, all "
+                                 "10.0 GiB read");
+        assert_int_equal(report_exit_status(&st), REPORT_EXIT_COMPLETE);
+        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_COMPLETED);
+
+        st.phase = HYDRATOR_FAILED;
+        st.error = -EIO;
+        assert_int_equal(report_journal(buf, sizeof(buf), &st, "/dev/nvme1n1", &id), LOG_ERR);
+        assert_string_equal(id, LOG_MESSAGE_HYDRATION_FAILED);
+        assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration failed at "
+                                 "42.0%: Input/output error; progress saved");
+        assert_int_equal(report_exit_status(&st), REPORT_EXIT_FAILED);
+        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_FAILED);
+
+        st.phase = HYDRATOR_DETACHED;
+        assert_int_equal(report_journal(buf, sizeof(buf), &st, "/dev/nvme1n1", &id), -ENODATA);
+        assert_int_equal(report_exit_status(&st), REPORT_EXIT_DETACHED);
+        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_PAUSED);
+
+        st.phase = HYDRATOR_LOADED; /* mapping the file systems */
+        st.paused = true;
+        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_PAUSED);
+        st.paused = false;
+        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_HYDRATING);
+        report_status_mapping(buf, sizeof(buf), &st, 0);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (of 10.0 GiB), mapping the "
+                                 "file systems");
+        report_status_mapping(buf, sizeof(buf), &st, 11 * UINT64_C(1000000));
+        assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (of 10.0 GiB), mapping the "
+                                 "file systems; device stalled, no read completed for 11 s");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_report_summary),
+                cmocka_unit_test(test_report_unreadable_agree),
+                cmocka_unit_test(test_report_journal_exit_and_bus),
                 cmocka_unit_test(test_status_hydrating),
                 cmocka_unit_test(test_status_yielding),
                 cmocka_unit_test(test_status_hydrating_with_plan),

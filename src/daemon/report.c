@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every phrasing of a run's progress and outcome, in one place: STATUS= for systemd, the summary
+ * line on stdout, the journal record, the D-Bus State and the exit status. The volume id comes
+ * first so that `systemctl status` of many instances reads as a list; a run that ended says how,
+ * and what is left for the next one. Pure: formats a HydratorStatus.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parse.h"
+#include "progress.h"
+#include "log.h"
+#include "report.h"
+#include "bus-contract.h"
+
+/* Unreadable ranges named in a line: enough to find them in the kernel log. */
+#define REPORT_BAD_RANGES_SHOWN 3
+
+const char *report_failure_reason(int error) {
+        if (error == -ESTALE) /* the hydrator's word for a device that changed size */
+                return "the device changed size during the run; the next run starts over";
+        return strerror(error < 0 ? -error : EIO);
+}
+
+uint64_t report_cold_free_bytes(const HydratorStatus *st) {
+        if (!st->plan.skip_free)
+                return 0;
+        return st->plan.total_bytes[PLAN_STAGE_FREE] - st->plan.done_bytes[PLAN_STAGE_FREE];
+}
+
+/* ": 1-2, 3-4, 5-6 and 2 more" after what @buf holds (its first @n bytes). */
+static size_t append_bad_ranges(char *buf, size_t size, size_t n, const HydratorStatus *st) {
+        for (size_t i = 0; i < st->n_bad && i < REPORT_BAD_RANGES_SHOWN && n < size; i++)
+                n += (size_t)snprintf(buf + n, size - n, "%s%" PRIu64 "-%" PRIu64,
+                                      i == 0 ? ": " : ", ", st->bad[i].offset,
+                                      st->bad[i].offset + st->bad[i].length - 1);
+        if (st->n_bad > REPORT_BAD_RANGES_SHOWN && n < size)
+                n += (size_t)snprintf(buf + n, size - n, " and %zu more",
+                                      st->n_bad - REPORT_BAD_RANGES_SHOWN);
+        return MIN(n, size > 0 ? size - 1 : 0);
+}
+
+/* "; metadata done, hot paths 63%, used 12%, free space next" after what @buf holds, when the
+ * plan knows more than "the whole device is used". */
+static void append_plan(char *buf, size_t size, const PlanProgress *pp) {
+        size_t n = strlen(buf);
+        char stages[160];
+
+        if (!pp->fs_aware || n + 2 >= size)
+                return;
+        (void)snprintf(buf + n, size - n, "; %s", plan_progress_format(stages, sizeof(stages), pp));
+}
+
+/* Mode=used left free space unread: the final word says how much. */
+static bool format_used_complete(char *buf, size_t size, const HydratorStatus *st) {
+        const PlanProgress *pp = &st->plan;
+        uint64_t cold = pp->total_bytes[PLAN_STAGE_FREE] - pp->done_bytes[PLAN_STAGE_FREE];
+        char used[FORMAT_BYTES_MAX], free_[FORMAT_BYTES_MAX];
+
+        if (!pp->skip_free || cold == 0)
+                return false;
+        snprintf(buf, size, "%s: hydrated %s of used blocks; %s free space left cold (Mode=used)",
+                 st->key,
+                 format_bytes(used, sizeof(used), st->size - pp->total_bytes[PLAN_STAGE_FREE]),
+                 format_bytes(free_, sizeof(free_), cold));
+        return true;
+}
+
+char *report_status(char *buf, size_t size, const HydratorStatus *st) {
+        char total[FORMAT_BYTES_MAX];
+        unsigned pm = progress_permille(st->done_bytes, st->size);
+
+        format_bytes(total, sizeof(total), st->size);
+        switch (st->phase) {
+        case HYDRATOR_LOADED:
+                snprintf(buf, size, "%s: %u.%u%% hydrated (of %s), starting", st->key, pm / 10,
+                         pm % 10, total);
+                break;
+        case HYDRATOR_HYDRATING:
+                if (st->paused) {
+                        snprintf(buf, size, "%s: paused at %u.%u%% hydrated (of %s)", st->key,
+                                 pm / 10, pm % 10, total);
+                        break;
+                }
+                if (st->waiting_for_aio) {
+                        snprintf(buf, size,
+                                 "%s: %u.%u%% hydrated (of %s); waiting for asynchronous I/O: "
+                                 "fs.aio-max-nr is used up, trying again every %" PRIu64 " s",
+                                 st->key, pm / 10, pm % 10, total,
+                                 HYDRATOR_AIO_RETRY_USEC / 1000000u);
+                        break;
+                }
+                if (st->stalled_usec > 0) {
+                        char done[FORMAT_BYTES_MAX];
+
+                        snprintf(buf, size,
+                                 "%s: %u.%u%% hydrated (%s of %s); device stalled, no read "
+                                 "completed for %" PRIu64 " s",
+                                 st->key, pm / 10, pm % 10,
+                                 format_bytes(done, sizeof(done), st->done_bytes), total,
+                                 st->stalled_usec / 1000000u);
+                        break;
+                }
+                progress_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
+                append_plan(buf, size, &st->plan);
+                if (st->yielding) {
+                        size_t n = strlen(buf);
+
+                        (void)snprintf(buf + n, size - n, "; yielding to other I/O %s",
+                                       st->yield_neighbours ? "on other volumes" : "on the volume");
+                }
+                break;
+        case HYDRATOR_COMPLETE:
+                if (!format_used_complete(buf, size, st))
+                        snprintf(buf, size, "%s: hydrated (%s)", st->key, total);
+                break;
+        case HYDRATOR_UNREADABLE: {
+                size_t n = (size_t)snprintf(buf, size,
+                                            "%s: finished, %u.%u%% hydrated (of %s); %zu "
+                                            "unreadable range%s (bytes)",
+                                            st->key, pm / 10, pm % 10, total, st->n_bad,
+                                            st->n_bad == 1 ? "" : "s");
+
+                (void)append_bad_ranges(buf, size, MIN(n, size - 1), st);
+                break;
+        }
+        case HYDRATOR_FAILED:
+                snprintf(buf, size, "%s: failed at %u.%u%% hydrated (of %s): %s; %s", st->key,
+                         pm / 10, pm % 10, total, report_failure_reason(st->error),
+                         st->unsaved ? "the state file could not be saved" : "progress saved");
+                break;
+        case HYDRATOR_DETACHED:
+                snprintf(buf, size,
+                         "%s: device detached at %u.%u%% hydrated (of %s); progress saved, "
+                         "resumes when it is back",
+                         st->key, pm / 10, pm % 10, total);
+                break;
+        case HYDRATOR_STOPPED:
+                if (st->stalled_usec > 0 && st->in_flight > 0) {
+                        /* The kernel keeps the process until the device returns them. */
+                        snprintf(buf, size,
+                                 "%s: stopped at %u.%u%% hydrated (of %s); progress saved; "
+                                 "waiting for the stalled device to return %u read%s",
+                                 st->key, pm / 10, pm % 10, total, st->in_flight,
+                                 st->in_flight == 1 ? "" : "s");
+                        break;
+                }
+                snprintf(buf, size, "%s: stopped at %u.%u%% hydrated (of %s); progress saved",
+                         st->key, pm / 10, pm % 10, total);
+                break;
+        }
+        return buf;
+}
+
+char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
+                            uint64_t stalled_usec) {
+        char total[FORMAT_BYTES_MAX];
+        unsigned pm = progress_permille(st->done_bytes, st->size);
+
+        format_bytes(total, sizeof(total), st->size);
+        if (stalled_usec > 0)
+                snprintf(buf, size,
+                         "%s: %u.%u%% hydrated (of %s), mapping the file systems; device stalled, "
+                         "no read completed for %" PRIu64 " s",
+                         st->key, pm / 10, pm % 10, total, stalled_usec / 1000000u);
+        else
+                snprintf(buf, size, "%s: %u.%u%% hydrated (of %s), mapping the file systems",
+                         st->key, pm / 10, pm % 10, total);
+        return buf;
+}
+
+char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
+        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32];
+        double secs = (double)st->run_usec / 1e6;
+        size_t n;
+
+        format_bytes(read, sizeof(read), st->run_bytes);
+        format_rate(rate, sizeof(rate), secs > 0 ? (uint64_t)((double)st->run_bytes / secs) : 0);
+        if (st->phase == HYDRATOR_COMPLETE && report_cold_free_bytes(st) > 0) {
+                char used[FORMAT_BYTES_MAX], cold[FORMAT_BYTES_MAX];
+
+                snprintf(buf, size,
+                         "%s: hydrated %s of used blocks; %s free space left cold (Mode=used); "
+                         "read %s in %.1f s (%s average)",
+                         st->key,
+                         format_bytes(used, sizeof(used),
+                                      st->size - st->plan.total_bytes[PLAN_STAGE_FREE]),
+                         format_bytes(cold, sizeof(cold), report_cold_free_bytes(st)), read, secs,
+                         rate);
+                return buf;
+        }
+        n = (size_t)snprintf(buf, size, "%s: %s %s of %s in %.1f s (%s average)", st->key,
+                             st->phase == HYDRATOR_COMPLETE     ? "hydrated, read"
+                             : st->phase == HYDRATOR_UNREADABLE ? "finished with unreadable "
+                                                                  "ranges, read"
+                             : st->phase == HYDRATOR_FAILED     ? "failed after reading"
+                                                                : "stopped after reading",
+                             read, format_bytes(total, sizeof(total), st->size), secs, rate);
+        n = MIN(n, size - 1);
+        if (st->phase == HYDRATOR_FAILED) {
+                /* Not "N% hydrated": what was read but could not be saved is read again. */
+                n += (size_t)snprintf(buf + n, size - n, ": %s%s", report_failure_reason(st->error),
+                                      st->unsaved ? "; the state file could not be saved, the "
+                                                    "next run resumes from the last checkpoint "
+                                                    "written"
+                                                  : "");
+        } else if (st->phase != HYDRATOR_COMPLETE) {
+                unsigned pm = progress_permille(st->done_bytes, st->size);
+
+                n += (size_t)snprintf(buf + n, size - n, ", %u.%u%% hydrated", pm / 10, pm % 10);
+        }
+        n = MIN(n, size - 1);
+        if (st->n_bad > 0) {
+                n += (size_t)snprintf(buf + n, size - n, "; %zu unreadable range%s (bytes)",
+                                      st->n_bad, st->n_bad == 1 ? "" : "s");
+                (void)append_bad_ranges(buf, size, MIN(n, size - 1), st);
+        }
+        return buf;
+}
+
+int report_journal(char *buf, size_t size, const HydratorStatus *st, const char *devnode,
+                   const char **ret_message_id) {
+        char total[FORMAT_BYTES_MAX];
+        unsigned pm = progress_permille(st->done_bytes, st->size);
+        size_t n;
+
+        format_bytes(total, sizeof(total), st->size);
+        switch (st->phase) {
+        case HYDRATOR_COMPLETE:
+                *ret_message_id = LOG_MESSAGE_HYDRATION_COMPLETE;
+                if (report_cold_free_bytes(st) > 0) {
+                        char cold[FORMAT_BYTES_MAX];
+
+                        snprintf(buf, size,
+                                 "%s (%s): hydration complete, all used blocks read; %s free "
+                                 "space left cold (Mode=used)",
+                                 st->key, devnode,
+                                 format_bytes(cold, sizeof(cold), report_cold_free_bytes(st)));
+                        return LOG_INFO;
+                }
+                snprintf(buf, size, "%s (%s): hydration complete, all %s read", st->key, devnode,
+                         total);
+                return LOG_INFO;
+        case HYDRATOR_UNREADABLE:
+                *ret_message_id = LOG_MESSAGE_HYDRATION_UNREADABLE;
+                n = (size_t)snprintf(buf, size,
+                                     "%s (%s): hydration finished with %zu unreadable range%s "
+                                     "(bytes)",
+                                     st->key, devnode, st->n_bad, st->n_bad == 1 ? "" : "s");
+                (void)append_bad_ranges(buf, size, MIN(n, size - 1), st);
+                return LOG_WARNING;
+        case HYDRATOR_FAILED:
+                *ret_message_id = LOG_MESSAGE_HYDRATION_FAILED;
+                snprintf(buf, size, "%s (%s): hydration failed at %u.%u%%: %s; %s", st->key,
+                         devnode, pm / 10, pm % 10, report_failure_reason(st->error),
+                         st->unsaved ? "the state file could not be saved; the next run "
+                                       "resumes from the last checkpoint written"
+                                     : "progress saved");
+                return LOG_ERR;
+        default: /* stopped or detached: said by the log lines that stopped it */
+                return -ENODATA;
+        }
+}
+
+int report_exit_status(const HydratorStatus *st) {
+        switch (st->phase) {
+        case HYDRATOR_COMPLETE:
+                return REPORT_EXIT_COMPLETE;
+        case HYDRATOR_UNREADABLE:
+                return REPORT_EXIT_UNREADABLE;
+        case HYDRATOR_DETACHED:
+                return REPORT_EXIT_DETACHED;
+        default:
+                return REPORT_EXIT_FAILED;
+        }
+}
+
+const char *report_bus_state(const HydratorStatus *st) {
+        switch (st->phase) {
+        case HYDRATOR_LOADED: /* mapping the file systems */
+        case HYDRATOR_HYDRATING:
+                return st->paused ? HYDRATE_BUS_STATE_PAUSED : HYDRATE_BUS_STATE_HYDRATING;
+        case HYDRATOR_COMPLETE:
+                return HYDRATE_BUS_STATE_COMPLETED;
+        case HYDRATOR_STOPPED:
+        case HYDRATOR_DETACHED:
+                return HYDRATE_BUS_STATE_PAUSED;
+        default:
+                return HYDRATE_BUS_STATE_FAILED;
+        }
+}
