@@ -80,6 +80,10 @@ cleanup() {
         [ -e "$img" ] || continue
         for l in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$l" 2>/dev/null || true; done
     done
+    # A test that failed between its mount and its umount (a small tmpfs as the state
+    # directory) leaves it mounted: rm -rf would stop at it, and the mount would outlive us.
+    awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r |
+        while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
     rm -rf "$WORK"
     [ -z "$wrapper_failed" ] || fail "the wrapper ($EBS_HYDRATE_WRAPPER) reported errors"
 }
