@@ -736,23 +736,6 @@ static int check_dangling(const char *path, char **ret_error) {
                          target);
 }
 
-static const char *file_kind(mode_t mode) {
-        switch (mode & S_IFMT) {
-        case S_IFDIR:
-                return "a directory";
-        case S_IFIFO:
-                return "a FIFO";
-        case S_IFSOCK:
-                return "a socket";
-        case S_IFBLK:
-                return "a block device";
-        case S_IFCHR:
-                return "a character device";
-        default:
-                return "of an unknown kind";
-        }
-}
-
 /* /dev/null, or a symbolic link to it: a file that is masked, as systemd has it. */
 static bool is_dev_null(const struct stat *st) {
         return S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3);
@@ -763,7 +746,7 @@ static int check_regular(const struct stat *st, const char *path, char **ret_err
         if (S_ISREG(st->st_mode) || is_dev_null(st))
                 return 0;
         return fail_read(ret_error, S_ISDIR(st->st_mode) ? -EISDIR : -EBADFD, path,
-                         "not a regular file but %s", file_kind(st->st_mode));
+                         "not a regular file but %s", file_type_name(st->st_mode));
 }
 
 /*
@@ -795,7 +778,7 @@ static int read_config_file(const char *path, char **ret, size_t *ret_size, char
                 return fail_read(ret_error, -errno, path, "%m");
         if (!S_ISREG(st.st_mode))
                 return fail_read(ret_error, -EBADFD, path, "not a regular file but %s",
-                                 file_kind(st.st_mode));
+                                 file_type_name(st.st_mode));
         r = st.st_size >= (off_t)CONFIG_FILE_SIZE_MAX ? -EFBIG : read_fd(fd, ret, ret_size);
         if (r < 0)
                 return fail_read(ret_error, r, path, "%m");

@@ -219,21 +219,6 @@ static int map_file(Collector *c, const char *path, const struct stat *st, const
         return 0;
 }
 
-static const char *file_kind(mode_t mode) {
-        switch (mode & S_IFMT) {
-        case S_IFBLK:
-                return "a block device";
-        case S_IFCHR:
-                return "a character device";
-        case S_IFIFO:
-                return "a FIFO";
-        case S_IFSOCK:
-                return "a socket";
-        default:
-                return "of an unknown kind";
-        }
-}
-
 /* Whether the ranges grew since there were @n, the last @last_length long: a file adds to the
  * last range when it follows it on the disk. */
 static bool ranges_grew(const Collector *c, size_t n, uint64_t last_length) {
@@ -260,7 +245,7 @@ static void warn_top(Collector *c, const FTSENT *e) {
                             SHOWN(e->fts_path));
         else
                 log_warning("HotPaths=: %s is %s, not a file or directory, skipping it",
-                            SHOWN(e->fts_path), file_kind(e->fts_statp->st_mode));
+                            SHOWN(e->fts_path), file_type_name(e->fts_statp->st_mode));
 }
 
 static int walk(Collector *c, const char *top) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "parse.h"
 #include "util.h"
 
 char *device_path_from_arg(const char *arg) {
@@ -83,27 +84,6 @@ int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char r
         if (fstat(fd, &st) < 0)
                 return -errno;
         return kernel_name_of(sysfs_root, &st, ret_name, ret_whole, NULL);
-}
-
-const char *file_type_name(mode_t mode) {
-        switch (mode & S_IFMT) {
-        case S_IFREG:
-                return "a regular file";
-        case S_IFDIR:
-                return "a directory";
-        case S_IFCHR:
-                return "a character device";
-        case S_IFBLK:
-                return "a block device";
-        case S_IFIFO:
-                return "a FIFO";
-        case S_IFSOCK:
-                return "a socket";
-        case S_IFLNK:
-                return "a symbolic link";
-        default:
-                return "of unknown type";
-        }
 }
 
 int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size) {

@@ -36,8 +36,6 @@ int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char r
  */
 int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size);
 
-/* file_type_name() - "a regular file", "a FIFO" ... for messages. */
-const char *file_type_name(mode_t mode);
 
 /*
  * block_device_open() - open @path for hydration. @sysfs_root is "/sys" normally. The path is

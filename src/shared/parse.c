@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <strings.h>
 
@@ -255,4 +256,25 @@ char *cescape(char *buf, size_t size, const char *s, size_t n) {
         }
         buf[len] = '\0';
         return buf;
+}
+
+const char *file_type_name(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFREG:
+                return "a regular file";
+        case S_IFDIR:
+                return "a directory";
+        case S_IFCHR:
+                return "a character device";
+        case S_IFBLK:
+                return "a block device";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFSOCK:
+                return "a socket";
+        case S_IFLNK:
+                return "a symbolic link";
+        default:
+                return "of unknown type";
+        }
 }

@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <sys/types.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,3 +52,6 @@ char *cescape(char *buf, size_t size, const char *s, size_t n);
 #define CESCAPE(s, n, size) cescape((char[size]){0}, (size), (s), (n))
 #define FORMAT_BYTES_MAX 32
 #define FORMAT_DURATION_MAX 32
+
+/* file_type_name() - what a file of @mode is, for messages: "a regular file", "a FIFO" ... */
+const char *file_type_name(mode_t mode);

@@ -17,6 +17,7 @@
 #include "chunkmap.h"
 #include "device.h"
 #include "fuzz-util.h"
+#include "parse.h"
 #include "state.h"
 #include "util.h"
 
