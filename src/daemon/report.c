@@ -5,6 +5,7 @@
  * first so that `systemctl status` of many instances reads as a list; a run that ended says how,
  * and what is left for the next one. Pure: formats a HydratorStatus.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -276,6 +277,26 @@ int report_exit_status(const HydratorStatus *st) {
                 return REPORT_EXIT_DETACHED;
         default:
                 return REPORT_EXIT_FAILED;
+        }
+}
+
+int report_exit_status_errno(int error) {
+        assert(error < 0);
+        switch (-error) {
+        case EIO:
+        case ENOSPC:
+        case EDQUOT:
+        case EROFS:
+        case ENOMEM:
+        case EMFILE:
+        case ENFILE:
+        case EBUSY:
+        case EAGAIN:
+        case EINTR:
+        case ETIMEDOUT:
+                return REPORT_EXIT_FAILED;
+        default:
+                return REPORT_EXIT_USAGE;
         }
 }
 

@@ -46,6 +46,16 @@ int report_journal(char *buf, size_t size, const HydratorStatus *st, const char 
 /* report_exit_status() - REPORT_EXIT_* for a run that ended. */
 int report_exit_status(const HydratorStatus *st);
 
+/*
+ * report_exit_status_errno() - the exit status of a run that could not start, from the -errno its
+ * step returned: REPORT_EXIT_FAILED for what may pass by itself (an I/O error, a full or read-only
+ * file system, memory or descriptors, a lock held by another run: the unit restarts it), and
+ * REPORT_EXIT_USAGE for what stays wrong until someone acts (no such device, not a block device,
+ * a bad configuration, a state directory that is not one or not ours, a planted link: the unit
+ * does not restart on it, so that it cannot loop).
+ */
+int report_exit_status_errno(int error);
+
 /* report_bus_state() - the D-Bus State property: "hydrating", "paused", "completed", "failed". */
 const char *report_bus_state(const HydratorStatus *st);
 

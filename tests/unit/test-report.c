@@ -308,6 +308,29 @@ static void test_report_journal_exit_and_bus(void **state) {
                                  "file systems; device stalled, no read completed for 11 s");
 }
 
+/* A run that could not start: what may pass by itself is restarted (1), what waits for a person
+ * is not (2), so that a unit cannot loop on it. */
+static void test_exit_status_errno(void **state) {
+        (void)state;
+        /* may pass: the unit's Restart= tries again */
+        assert_int_equal(report_exit_status_errno(-EIO), REPORT_EXIT_FAILED);
+        assert_int_equal(report_exit_status_errno(-ENOSPC), REPORT_EXIT_FAILED);
+        assert_int_equal(report_exit_status_errno(-EDQUOT), REPORT_EXIT_FAILED);
+        assert_int_equal(report_exit_status_errno(-EROFS), REPORT_EXIT_FAILED);
+        assert_int_equal(report_exit_status_errno(-ENOMEM), REPORT_EXIT_FAILED);
+        assert_int_equal(report_exit_status_errno(-EBUSY), REPORT_EXIT_FAILED); /* lock held */
+        /* waits for a person */
+        assert_int_equal(report_exit_status_errno(-EINVAL), REPORT_EXIT_USAGE); /* usage, config */
+        assert_int_equal(report_exit_status_errno(-ENOENT), REPORT_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-ENOTBLK), REPORT_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-ENOTDIR), REPORT_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-EACCES), REPORT_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-EPERM), REPORT_EXIT_USAGE); /* not our dir */
+        assert_int_equal(report_exit_status_errno(-ELOOP), REPORT_EXIT_USAGE);  /* planted */
+        assert_int_equal(report_exit_status_errno(-ENOKEY), REPORT_EXIT_USAGE); /* no key */
+        assert_int_equal(report_exit_status_errno(-EISDIR), REPORT_EXIT_USAGE);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_report_summary),
@@ -324,6 +347,7 @@ int main(void) {
                 cmocka_unit_test(test_status_failed_and_stopped),
                 cmocka_unit_test(test_status_stalled),
                 cmocka_unit_test(test_status_waiting_for_aio),
+                cmocka_unit_test(test_exit_status_errno),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

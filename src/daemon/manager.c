@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One run of ebs-hydrated (see manager.h). The hydrator reads; this file sets up what it needs,
+ * reports what it does (the bar, STATUS=, the D-Bus object, the journal records and the summary,
+ * all phrased by report.c) and says how it ended.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "discovery.h"
+#include "hydrator.h"
+#include "log.h"
+#include "manager.h"
+#include "parse.h"
+#include "prepare.h"
+#include "progress.h"
+#include "report.h"
+
+typedef struct Run {
+        sd_event *event;
+        Hydrator *hydrator;
+        HydrateBus *bus;
+        char devnode[80]; /* /dev/<kernel name>, for the journal */
+        char *state_dir;  /* the state directory's path, for messages */
+        const char *sysfs_root;
+        sd_event_source *bar_timer;
+        sd_event_source *status_timer;
+        bool bar;
+        bool bar_drawn;
+        int signal; /* the signal that stopped us, or 0 */
+        /* While the file systems are mapped (before the first read), and what it needs after: */
+        Discovery *discovery;
+        const BlockDevice *dev;
+        const HydrateSettings *settings;
+        const char *key;
+        bool started; /* the hydrator reads */
+        int code;     /* the exit status decided before the hydrator started, or -1 */
+} Run;
+
+/* The signals whose default action terminates without a core dump (signal(7)), real-time ones
+ * aside; all of them stop a run the way SIGTERM does. */
+static const int stop_signals[] = {
+        SIGHUP,    SIGINT,  SIGTERM, SIGUSR1, SIGUSR2,   SIGALRM,
+        SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT,
+};
+
+static unsigned terminal_width(void) {
+        struct winsize ws;
+
+        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                return ws.ws_col; /* however narrow: progress_format_bar() fits itself to it */
+        return 80;
+}
+
+static void draw_bar(Run *run) {
+        HydratorStatus st;
+        char line[256];
+
+        if (!run->bar)
+                return;
+        hydrator_get_status(run->hydrator, &st);
+        if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
+                st.rate = (uint64_t)((double)st.run_bytes * 1e6 / (double)st.run_usec);
+        progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
+                            st.rate);
+        (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
+        output_bar_drawn(true);
+        run->bar_drawn = true;
+}
+
+static void clear_bar(Run *run) {
+        if (run->bar_drawn)
+                (void)output_write(STDERR_FILENO, "\r\033[K", 4);
+        output_bar_drawn(false);
+        run->bar_drawn = false;
+}
+
+static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        draw_bar(userdata);
+        (void)sd_event_source_set_time(s, usec + 500 * 1000);
+        return 0;
+}
+
+#define STATUS_INTERVAL_USEC (2 * UINT64_C(1000000))
+
+/* STATUS= for systemctl status; a no-op outside systemd (no $NOTIFY_SOCKET). */
+static void notify_status(Run *run) {
+        HydratorStatus st;
+        char line[512];
+
+        hydrator_get_status(run->hydrator, &st);
+        if (run->discovery && !run->started)
+                report_status_mapping(line, sizeof(line), &st,
+                                      discovery_stalled_usec(run->discovery));
+        else
+                report_status(line, sizeof(line), &st);
+        (void)sd_notifyf(false, "STATUS=%s", line);
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        notify_status(userdata);
+        (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Run *run = userdata;
+
+        run->signal = (int)si->ssi_signo;
+        log_info("Received %s, saving progress and stopping", strsignal((int)si->ssi_signo));
+        (void)sd_notify(false, "STOPPING=1");
+        if (!run->started) { /* mapping the file systems: nothing read, nothing to save */
+                (void)sd_event_exit(run->event, 0);
+                return 0;
+        }
+        hydrator_stop(run->hydrator);
+        return 0;
+}
+
+/* No STOPPING=1 here: systemd would take the exit for a stop and drop the unit to "inactive"
+ * despite RemainAfterExit=yes. Only a stop that was asked for (on_signal) says STOPPING. */
+static void on_finished(Hydrator *h, void *userdata) {
+        Run *run = userdata;
+
+        notify_status(run);
+        if (run->bus)
+                hydrate_bus_refresh(run->bus);
+        (void)sd_event_exit(run->event, 0);
+}
+
+/* The line on stdout that says how the run ended, for whoever ran it by hand. */
+static void print_summary(Run *run) {
+        char line[2048];
+        HydratorStatus st;
+
+        hydrator_get_status(run->hydrator, &st);
+        (void)output_printf(STDOUT_FILENO, "%s\n", report_summary(line, sizeof(line), &st));
+}
+
+/* The journal record that says how the run ended; journalctl MESSAGE_ID=... finds them all. */
+static void log_outcome(const Run *run, const HydratorStatus *st) {
+        const char *message_id;
+        char line[1024];
+        int level = report_journal(line, sizeof(line), st, run->devnode, &message_id);
+
+        if (level >= 0)
+                log_volume(level, message_id, st->key, run->devnode, "%s", line);
+}
+
+static void log_plan(const Run *run, const char *key, const HydrateSettings *s) {
+        char b[_PLAN_STAGE_MAX][FORMAT_BYTES_MAX];
+        HydratorStatus st;
+
+        hydrator_get_status(run->hydrator, &st);
+        for (PlanStage i = 0; i < _PLAN_STAGE_MAX; i++)
+                format_bytes(b[i], sizeof(b[i]), st.plan.total_bytes[i]);
+        log_info("%s: plan: metadata %s, hot paths %s, used %s, free %s%s", key,
+                 b[PLAN_STAGE_METADATA], b[PLAN_STAGE_HOT], b[PLAN_STAGE_USED], b[PLAN_STAGE_FREE],
+                 !st.plan.fs_aware              ? " (whole device, in offset order)"
+                 : s->mode == HYDRATE_MODE_USED ? "; Mode=used: free space is not read"
+                                                : "");
+}
+
+static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char *key) {
+        HydrateBusIdentity bid = {key, id->kernel_name, id->device_name};
+
+        if (a->no_bus)
+                return 0;
+        return hydrate_bus_new(&run->bus, run->event, run->hydrator, &bid);
+}
+
+/*
+ * Yield=: the disk's counters tell the hydrator when someone else uses the device. A device
+ * without them (a sandbox that hides /sys, an odd driver) is still hydrated, at full speed,
+ * and the journal says why it will not give way.
+ */
+static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettings *settings) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (!settings->yield)
+                return;
+        if (asprintf(&path, "%s/block/%s/stat", run->sysfs_root, dev->kernel_name) < 0) {
+                log_error_errno(-ENOMEM, "Cannot watch %s for other I/O: %m", dev->path);
+                return;
+        }
+        r = hydrator_watch_activity(run->hydrator, path);
+        if (r < 0) {
+                log_warning_errno(r,
+                                  "Cannot read %s (%m): hydrating %s without yielding to other "
+                                  "I/O on it (Yield=no says so without this warning)",
+                                  path, dev->path);
+                return;
+        }
+        r = hydrator_watch_neighbours(run->hydrator, run->sysfs_root);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot watch the volumes beside %s (%m): yielding only "
+                                  "to I/O on it",
+                                  dev->path);
+}
+
+/* The state, or the plan of a Mode=used run, says there is nothing to read. */
+static int already_hydrated(Run *run) {
+        char cold[FORMAT_BYTES_MAX];
+        HydratorStatus st;
+        uint64_t n;
+
+        if (hydrator_record_complete(run->hydrator) < 0)
+                return REPORT_EXIT_FAILED;
+        hydrator_get_status(run->hydrator, &st);
+        n = st.size - st.done_bytes;
+        if (n == 0) {
+                (void)sd_notifyf(false, "READY=1\nSTATUS=%s: already hydrated", run->key);
+                (void)output_printf(STDOUT_FILENO, "%s: already hydrated, nothing to read\n",
+                                    run->key);
+        } else {
+                format_bytes(cold, sizeof(cold), n);
+                (void)sd_notifyf(false,
+                                 "READY=1\nSTATUS=%s: already hydrated (Mode=used: %s free space "
+                                 "left cold)",
+                                 run->key, cold);
+                (void)output_printf(STDOUT_FILENO,
+                                    "%s: already hydrated (Mode=used: %s free space left cold), "
+                                    "nothing to read\n",
+                                    run->key, cold);
+        }
+        return REPORT_EXIT_COMPLETE;
+}
+
+/* Ends the event loop with @code before the hydrator started. */
+static void end_early(Run *run, int code) {
+        run->code = code;
+        (void)sd_event_exit(run->event, 0);
+}
+
+/* The "started" record, then the reads. */
+static int start_reading(Run *run) {
+        const HydrateSettings *settings = run->settings;
+        HydratorStatus st;
+        char depth[64];
+        unsigned pm;
+        int r;
+
+        hydrator_get_status(run->hydrator, &st);
+        pm = progress_permille(st.done_bytes, st.size);
+        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
+                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
+        else
+                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
+        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, run->key, run->devnode,
+                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
+                   run->devnode, run->key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
+                   settings->rate_limit ? ", rate limited" : "",
+                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
+                   settings->yield ? "" : ", Yield=no");
+        watch_activity(run, run->dev, settings);
+        r = hydrator_start(run->hydrator, on_finished, run);
+        if (r < 0) {
+                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, run->key, run->devnode,
+                           "%s (%s): hydration failed at %u.%u%%: cannot start: %s; progress "
+                           "saved",
+                           run->key, run->devnode, pm / 10, pm % 10, strerror(-r));
+                return r;
+        }
+        run->started = true;
+        notify_status(run);
+        return 0;
+}
+
+/*
+ * The file systems are mapped (or found unmappable: then the device is read whole, in offset
+ * order, as it always was; only running out of memory is an error): plan by them, and read.
+ */
+static void on_discovered(Discovery *d, void *userdata) {
+        Run *run = userdata;
+        DiscoveryResult *res = discovery_result(d);
+        int r;
+
+        if (res->mapped < 0)
+                log_warning("%s: cannot map the file systems of %s (%s); reading the whole "
+                            "device, in offset order",
+                            run->key, run->devnode, res->error ?: strerror(-res->mapped));
+        for (size_t i = 0; res->mapped >= 0 && i < res->layout.n_notes; i++)
+                log_info("%s: %s", run->devnode, res->layout.notes[i]);
+        if (res->hot_error < 0) {
+                log_error_errno(res->hot_error, "Failed to resolve HotPaths=: %m");
+                end_early(run, REPORT_EXIT_FAILED);
+                return;
+        }
+        r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL, res->hot,
+                                res->n_hot);
+        if (r < 0) {
+                log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
+                end_early(run, REPORT_EXIT_FAILED);
+                return;
+        }
+        log_plan(run, run->key, run->settings);
+        if (hydrator_already_complete(run->hydrator))
+                end_early(run, already_hydrated(run));
+        else if (start_reading(run) < 0)
+                end_early(run, REPORT_EXIT_FAILED);
+}
+
+static void on_discovery_stalled(void *userdata) {
+        notify_status(userdata); /* at once, not at the next status period */
+}
+
+static int start_discovery(Run *run) {
+        _cleanup_free_ char *stat_path = NULL;
+        DiscoveryRequest req = {
+                .fd = run->dev->fd,
+                .size = run->dev->size,
+                .hot_paths = run->settings->hot_paths,
+                .sysfs_root = run->sysfs_root,
+                .key = run->key,
+                .devnode = run->devnode,
+                .stalled = on_discovery_stalled,
+        };
+        struct stat st;
+        int r;
+
+        if (fstat(run->dev->fd, &st) < 0)
+                return log_error_errno(-errno, "Cannot stat %s: %m", run->dev->path);
+        req.rdev = st.st_rdev;
+        if (asprintf(&stat_path, "%s/block/%s/stat", run->sysfs_root, run->dev->kernel_name) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        req.stat_path = stat_path;
+        r = discovery_start(&run->discovery, run->event, &req, on_discovered, run);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start mapping the file systems of %s: %m",
+                                       run->dev->path);
+        return 0;
+}
+
+/* Everything that can fail before the first read is set up before the "started" record, so
+ * that every such record is followed by one that says how the run ended. */
+static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
+        int r;
+
+        if (publish(run, a, id, run->key) < 0)
+                return -EIO;
+        run->bar = a->progress == PROGRESS_ALWAYS ||
+                   (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
+        if (run->bar) {
+                r = sd_event_add_time_relative(run->event, &run->bar_timer, CLOCK_MONOTONIC, 0, 0,
+                                               on_bar_timer, run);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(run->bar_timer, SD_EVENT_ON);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the progress bar: %m");
+        }
+        /* The watchdog is fed from the event loop itself: a stuck loop stops feeding it. */
+        r = sd_event_set_watchdog(run->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the watchdog (WATCHDOG_USEC=%s): %m",
+                                       getenv("WATCHDOG_USEC") ?: "");
+        r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
+                                       STATUS_INTERVAL_USEC, 0, on_status_timer, run);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up status reporting: %m");
+        return 0;
+}
+
+static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,
+                   const char *key, int dir_fd, const HydrateSettings *settings) {
+        _cleanup_close_ int lock_fd = -1;
+        HydratorStatus st;
+        uint64_t stalled;
+        int r;
+
+        run->dev = dev;
+        run->settings = settings;
+        run->key = key;
+        run->code = -1;
+        lock_fd = state_lock(dir_fd, key);
+        if (lock_fd == -EBUSY)
+                return log_error_errno(lock_fd,
+                                       "%s (%s) is being hydrated by another process already",
+                                       key, dev->path);
+        if (lock_fd == -ELOOP) /* planted: a restart cannot help */
+                return log_error_errno(lock_fd,
+                                       "Refusing to lock the state of %s: %s/%s.lock is a "
+                                       "symbolic link or not a regular file; remove it",
+                                       key, run->state_dir, key);
+        if (lock_fd < 0)
+                return log_error_errno(lock_fd, "Failed to lock state of %s: %m", key);
+        r = hydrator_new(&run->hydrator, run->event, dev, key, dir_fd, settings);
+        if (r < 0)
+                return REPORT_EXIT_FAILED;
+        /* A volume read in full needs no plan: mapping it would read its metadata again on
+         * every start (libblkid's and libext2fs's reads go through the page cache, which the
+         * kernel drops when the device is closed), and "already hydrated" reads nothing. */
+        if (hydrator_state_complete(run->hydrator))
+                return already_hydrated(run);
+        r = hydrator_save_loaded(run->hydrator);
+        if (r < 0)
+                /* A full or read-only file system, or an I/O error, may pass; anything else in
+                 * the way (a directory under the temporary file's name) waits for a person:
+                 * report_exit_status_errno() tells them apart. */
+                return log_error_errno(r,
+                                       "Cannot save progress in %s (%m, saving %s.state): not "
+                                       "reading %s, whose progress could not be kept",
+                                       run->state_dir, key, dev->path);
+        if (set_up_reporting(run, a, id) < 0)
+                return REPORT_EXIT_FAILED;
+        /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a
+         * cold volume takes its time over it (or a broken one forever): the event loop runs
+         * meanwhile, for STATUS=, the watchdog, the bus and signals. */
+        (void)sd_notify(false, "READY=1");
+        if (start_discovery(run) < 0)
+                return REPORT_EXIT_FAILED;
+        notify_status(run);
+        r = sd_event_loop(run->event);
+        stalled = discovery_stalled_usec(run->discovery);
+        run->discovery = discovery_free(run->discovery); /* one stuck in the device is let go */
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                return REPORT_EXIT_FAILED;
+        }
+        if (run->code >= 0)
+                return run->code;
+        if (!run->started) { /* stopped while mapping the file systems */
+                (void)sd_notifyf(false,
+                                 "STATUS=%s: stopped while mapping the file systems, "
+                                 "nothing read%s",
+                                 key, stalled > 0 ? "; waiting for the stalled device" : "");
+                if (stalled > 0)
+                        log_warning("%s: %s holds the reads of the file-system discovery, and "
+                                    "the kernel lets this process exit only when they return",
+                                    key, run->devnode);
+                (void)output_printf(STDOUT_FILENO,
+                                    "%s: stopped while mapping the file systems, before reading; "
+                                    "nothing to save\n",
+                                    key);
+                return REPORT_EXIT_FAILED;
+        }
+        draw_bar(run);
+        clear_bar(run);
+        hydrator_get_status(run->hydrator, &st);
+        /* The journal first: the terminal may be gone (a closed pipe, a full one), the record
+         * of how the run ended must not go with it. */
+        if (st.depth_auto && st.run_bytes > 0)
+                log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
+                         key, st.depth, st.depth_changes, (double)st.latency_usec / 1000.0);
+        log_outcome(run, &st);
+        if (st.stalled_usec > 0 && st.in_flight > 0)
+                log_warning("%s: progress saved; %s still holds %u read%s, and the kernel lets "
+                            "this process exit only when they return",
+                            key, run->devnode, st.in_flight, st.in_flight == 1 ? "" : "s");
+        print_summary(run);
+        return report_exit_status(&st);
+}
+
+
+void manager_block_signals(void) {
+        sigset_t ss;
+
+        sigemptyset(&ss);
+        for (size_t i = 0; i < ELEMENTSOF(stop_signals); i++)
+                sigaddset(&ss, stop_signals[i]);
+        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+                sigaddset(&ss, sig);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+}
+
+static void run_done(Run *run) {
+        discovery_free(run->discovery);
+        hydrate_bus_free(run->bus);   /* borrows the hydrator */
+        hydrator_free(run->hydrator); /* waits for reads in flight; the state is already saved */
+        sd_event_source_disable_unref(run->bar_timer);
+        sd_event_source_disable_unref(run->status_timer);
+        sd_event_unref(run->event);
+        free(run->state_dir);
+}
+
+static int set_up_event_loop(Run *run) {
+        int r;
+
+        r = sd_event_default(&run->event);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(stop_signals); i++)
+                r = sd_event_add_signal(run->event, NULL, stop_signals[i], on_signal, run);
+        for (int sig = SIGRTMIN; r >= 0 && sig <= SIGRTMAX; sig++)
+                r = sd_event_add_signal(run->event, NULL, sig, on_signal, run);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the event loop: %m");
+        return 0;
+}
+
+int manager_run(const Args *a, int *ret_signal) {
+        /* Freed in this order, the reverse of their declarations: the run (its hydrator waits
+         * for its reads), then the device and the state directory it used. */
+        _cleanup_(block_device_close) BlockDevice dev = {.fd = -1};
+        _cleanup_close_ int dir_fd = -1;
+        _cleanup_(run_done) Run run = {.sysfs_root = getenv("EBS_HYDRATE_SYSFS_ROOT") ?: "/sys"};
+        DeviceIdentity id;
+        HydrateSettings settings;
+        char key[STATE_KEY_MAX + 1];
+        int r;
+
+        *ret_signal = 0;
+        r = prepare_device(a, run.sysfs_root, &dev);
+        if (r < 0)
+                return r;
+        r = identity_resolve(run.sysfs_root, dev.kernel_name, &id);
+        if (r < 0) {
+                /* e.g. -EFBIG or -EBADMSG: a sysfs attribute too long or with a NUL in it */
+                (void)log_warning_errno(r, "Cannot identify %s from udev or sysfs, ignoring: %m",
+                                        dev.kernel_name);
+                memset(&id, 0, sizeof(id));
+                snprintf(id.kernel_name, sizeof(id.kernel_name), "%s", dev.kernel_name);
+        }
+        snprintf(run.devnode, sizeof(run.devnode), "/dev/%s", dev.kernel_name);
+        r = prepare_state_key(a, &id, key, sizeof(key));
+        if (r < 0)
+                return r;
+        r = prepare_settings(a, &id, &settings);
+        if (r < 0)
+                return r;
+        if (!settings.enabled) {
+                (void)output_printf(STDOUT_FILENO,
+                                    "%s: hydration disabled by configuration (Enabled=no), "
+                                    "nothing to do\n",
+                                    key);
+                (void)sd_notifyf(false, "READY=1\nSTATUS=%s: hydration disabled by configuration",
+                                 key);
+                return REPORT_EXIT_COMPLETE;
+        }
+        dir_fd = prepare_state_dir(a, &run.state_dir);
+        if (dir_fd < 0)
+                return dir_fd;
+        if (set_up_event_loop(&run) < 0)
+                r = REPORT_EXIT_FAILED;
+        else
+                r = hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
+        *ret_signal = run.signal;
+        return r;
+}

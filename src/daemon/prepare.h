@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a run needs before it reads, each found from the command line and the system and checked:
+ * DEVICE, opened; the name of its checkpoint; its settings; the state directory. Each step logs
+ * why it failed and returns -errno, which report_exit_status_errno() turns into the exit status.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "args.h"
+#include "config.h"
+#include "device.h"
+#include "identity.h"
+
+int prepare_device(const Args *a, const char *sysfs_root, BlockDevice *ret);
+int prepare_state_key(const Args *a, const DeviceIdentity *id, char *key, size_t size);
+int prepare_settings(const Args *a, const DeviceIdentity *id, HydrateSettings *ret);
+
+/* prepare_state_dir() - create (0700) and open the state directory, checked to be ours alone.
+ * Returns its descriptor and its path in *@ret_path. */
+int prepare_state_dir(const Args *a, char **ret_path);
