@@ -101,7 +101,7 @@ bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ou
         back = a->history[a->n_history - span];
         *ret_rate = ((double)MAX(a->excess - back, INT64_C(0)) / (double)span +
                      (double)written) *
-                    1e6 / (double)dt;
+                    (double)USEC_PER_SEC / (double)dt;
         remember(a);
         a->last = *st;
         a->last_ours = ours;
@@ -133,6 +133,6 @@ bool activity_neighbour(const DiskStat *before, const DiskStat *now, uint64_t dt
                           delta(now->write_sectors, before->write_sectors)) *
                          512;
 
-        *ret_rate = (double)bytes * 1e6 / (double)MAX(dt_usec, UINT64_C(1));
+        *ret_rate = (double)bytes * (double)USEC_PER_SEC / (double)MAX(dt_usec, UINT64_C(1));
         return writes > 0 || bytes > ACTIVITY_READ_SLACK;
 }

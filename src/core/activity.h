@@ -21,7 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACTIVITY_SAMPLE_USEC (100 * UINT64_C(1000)) /* how often the hydrator looks */
+#include "util.h"
+
+#define ACTIVITY_SAMPLE_USEC (100 * USEC_PER_MSEC) /* how often the hydrator looks */
 #define ACTIVITY_READ_SLACK (UINT64_C(256) << 10)
 #define ACTIVITY_HISTORY 50      /* samples: five seconds */
 #define ACTIVITY_RATE_SAMPLES 10 /* their rate: over one second */

@@ -21,10 +21,10 @@
 #include "hotpaths.h"
 #include "hydrator.h"
 #include "log.h"
+#include "time-util.h"
 #include "util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
-#define DISCOVERY_WATCH_USEC (1000 * UINT64_C(1000)) /* a look at the disk's counters */
+#define DISCOVERY_WATCH_USEC USEC_PER_SEC /* a look at the disk's counters */
 
 enum { JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
 
@@ -57,13 +57,6 @@ struct Discovery {
         void (*stalled)(void *userdata);
         void *userdata;
 };
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void job_free(Job *j) {
         if (!j)
@@ -124,7 +117,7 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
  */
 static int on_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         Discovery *d = userdata;
-        uint64_t now = now_usec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         DiskStat st;
 
         (void)sd_event_source_set_time(s, usec + DISCOVERY_WATCH_USEC);
@@ -155,10 +148,6 @@ static int on_watch(sd_event_source *s, uint64_t usec, void *userdata) {
         if (d->stalled)
                 d->stalled(d->userdata);
         return 0;
-}
-
-static void discovery_freep(Discovery **d) {
-        discovery_free(*d);
 }
 
 int discovery_start(Discovery **ret, sd_event *event, const DiscoveryRequest *req,

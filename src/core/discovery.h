@@ -16,6 +16,7 @@
 
 #include "fslayout.h"
 #include "state.h"
+#include "util.h"
 
 typedef struct Discovery Discovery;
 typedef void (*discovery_done_t)(Discovery *d, void *userdata);
@@ -63,3 +64,4 @@ uint64_t discovery_stalled_usec(const Discovery *d);
  * NULL-safe; returns NULL.
  */
 Discovery *discovery_free(Discovery *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Discovery *, discovery_free)

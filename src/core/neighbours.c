@@ -15,7 +15,7 @@
 #include "util.h"
 
 typedef struct Neighbour {
-        char name[64];
+        char name[KERNEL_NAME_MAX];
         int fd;
         DiskStat last;
         uint64_t last_usec;
@@ -23,7 +23,7 @@ typedef struct Neighbour {
 
 struct Neighbours {
         char *block_dir;
-        char self[64];
+        char self[KERNEL_NAME_MAX];
         char family[16];
         Neighbour items[NEIGHBOURS_MAX];
         unsigned n;
@@ -107,10 +107,6 @@ Neighbours *neighbours_free(Neighbours *n) {
         return NULL;
 }
 
-void neighbours_freep(Neighbours **n) {
-        *n = neighbours_free(*n);
-}
-
 bool neighbours_sample(Neighbours *n, uint64_t now_usec, double *ret_rate, char *ret_name) {
         double busiest = 0;
         bool active = false;
@@ -131,7 +127,7 @@ bool neighbours_sample(Neighbours *n, uint64_t now_usec, double *ret_rate, char 
                         *ret_rate += rate;
                         if (rate >= busiest) {
                                 busiest = rate;
-                                snprintf(ret_name, 64, "%s", x->name);
+                                snprintf(ret_name, KERNEL_NAME_MAX, "%s", x->name);
                         }
                 }
                 x->last = st;

@@ -120,10 +120,6 @@ Plan *plan_free(Plan *p) {
         return NULL;
 }
 
-void plan_freep(Plan **p) {
-        *p = plan_free(*p);
-}
-
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk) {
         return (PlanStage)p->stage[chunk];
 }

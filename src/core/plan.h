@@ -14,6 +14,7 @@
 #include "chunkmap.h"
 #include "fslayout.h"
 #include "state.h"
+#include "util.h"
 
 /* In reading order. */
 typedef enum PlanStage {
@@ -53,7 +54,7 @@ typedef struct PlanProgress {
 int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRange *hot,
              size_t n_hot, bool skip_free);
 Plan *plan_free(Plan *p);
-void plan_freep(Plan **p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free)
 
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk);
 

@@ -16,7 +16,7 @@
 #include "reader.h"
 #include "util.h"
 
-#define READER_EAGAIN_RETRY_USEC (10 * 1000)
+#define READER_EAGAIN_RETRY_USEC (10 * USEC_PER_MSEC)
 
 typedef struct Slot {
         struct iocb iocb;
@@ -249,10 +249,6 @@ Reader *reader_free(Reader *r) {
         free(r->slots);
         free(r);
         return NULL;
-}
-
-void reader_freep(Reader **r) {
-        *r = reader_free(*r);
 }
 
 int reader_submit(Reader *r, const ReadRequest *req) {

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "util.h"
+
 typedef struct Reader Reader;
 
 typedef struct ReadRequest {
@@ -34,7 +36,7 @@ int reader_new(Reader **ret, sd_event *event, int fd, unsigned depth, uint64_t m
                uint32_t alignment, reader_complete_t complete, void *userdata);
 /* reader_free() - waits for reads still in flight (io_destroy), then frees. NULL-safe. */
 Reader *reader_free(Reader *r);
-void reader_freep(Reader **r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Reader *, reader_free)
 
 /* reader_submit() - queue one read; -EBUSY when every slot is taken, -EINVAL if misaligned. */
 int reader_submit(Reader *r, const ReadRequest *req);

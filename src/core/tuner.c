@@ -149,7 +149,7 @@ typedef struct Sample {
 /* Reads in flight that carry @rate at the base latency plus the target (Little's law). Below the
  * climb's minimum if need be: a queue is a queue, however few reads we have in it. */
 static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
-        double d = rate * (double)(s->base + s->target) / 1e6 / s->request;
+        double d = rate * (double)(s->base + s->target) / (double)USEC_PER_SEC / s->request;
 
         return clamp_yield(t, (uint64_t)(d + 0.5));
 }
@@ -329,8 +329,8 @@ static unsigned yield_share(const DepthTuner *t, double request) {
                 return 0;
         if (spare <= 0)
                 return 1;
-        return clamp_yield(t, (uint64_t)(TUNER_YIELD_SHARE * spare * (double)base / 1e6 /
-                                         request));
+        return clamp_yield(t, (uint64_t)(TUNER_YIELD_SHARE * spare * (double)base /
+                                         (double)USEC_PER_SEC / request));
 }
 
 bool tuner_foreign(DepthTuner *t, bool active, double rate, uint64_t now_usec) {
@@ -452,7 +452,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
             t->completions == 0)
                 return false;
 
-        s.rate = (double)t->bytes * 1e6 / (double)(now_usec - t->measure_usec);
+        s.rate = (double)t->bytes * (double)USEC_PER_SEC / (double)(now_usec - t->measure_usec);
         s.request = (double)t->bytes / t->completions;
         s.base = tuner_base_latency(t);
         if (t->min_latency_usec == UINT64_MAX) /* only warm reads: no word on queueing */

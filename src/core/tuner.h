@@ -68,6 +68,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define TUNER_GROW_NUM 3 /* STARTUP: x 3/2 */
 #define TUNER_GROW_DEN 2
 #define TUNER_PROBE_UP_NUM 5 /* x 5/4 */
@@ -79,29 +81,29 @@
 #define TUNER_DOWN_TOLERANCE 0.98 /* a smaller depth may cost up to 2% and still be kept */
 #define TUNER_CRUISE_EPOCHS 8      /* epochs between probes, doubled after each ... */
 #define TUNER_CRUISE_EPOCHS_MAX 64 /* ... probe up that did not pay, up to this */
-#define TUNER_WINDOW_MIN_USEC (200 * UINT64_C(1000))
+#define TUNER_WINDOW_MIN_USEC (200 * USEC_PER_MSEC)
 #define TUNER_WINDOW_LATENCIES 3                      /* measure over at least 3 mean latencies */
-#define TUNER_LATENCY_INIT_USEC (50 * UINT64_C(1000)) /* until the first completion says more */
+#define TUNER_LATENCY_INIT_USEC (50 * USEC_PER_MSEC) /* until the first completion says more */
 
 #define TUNER_TARGET_DIVISOR 8                       /* queueing delay target: base / 8 ... */
-#define TUNER_TARGET_MIN_USEC (1 * UINT64_C(1000))   /* ... but at least 1 ms */
-#define TUNER_TARGET_MAX_USEC (25 * UINT64_C(1000))  /* ... and at most 25 ms */
+#define TUNER_TARGET_MIN_USEC (1 * USEC_PER_MSEC)    /* ... but at least 1 ms */
+#define TUNER_TARGET_MAX_USEC (25 * USEC_PER_MSEC)   /* ... and at most 25 ms */
 #define TUNER_BASE_BUCKETS 6                         /* base latency: minimum of 6 ... */
-#define TUNER_BASE_BUCKET_USEC (10 * UINT64_C(1000000)) /* ... 10 s periods: 1 min of history */
-#define TUNER_WARM_USEC (20 * UINT64_C(1000)) /* faster reads hit warm blocks: not the base */
+#define TUNER_BASE_BUCKET_USEC (10 * USEC_PER_SEC) /* ... 10 s periods: 1 min of history */
+#define TUNER_WARM_USEC (20 * USEC_PER_MSEC) /* faster reads hit warm blocks: not the base */
 #define TUNER_WARM_SHARE_DEN 10 /* an epoch with over a tenth warm reads decides no depth */
 #define TUNER_SUSPECT_FACTOR 3  /* an epoch this many times slower than the base: relearn now */
 #define TUNER_NEW_BASE_FACTOR 2 /* ... and if the relearn epoch is this much slower, new base */
-#define TUNER_RECHECK_USEC (5 * UINT64_C(1000000)) /* ... not within 5 s of another relearn */
-#define TUNER_RELEARN_USEC (60 * UINT64_C(1000000)) /* one epoch at the minimum depth ... */
-#define TUNER_RELEARN_FIRST_USEC (5 * UINT64_C(1000000)) /* ... a minute, and soon after start */
+#define TUNER_RECHECK_USEC (5 * USEC_PER_SEC) /* ... not within 5 s of another relearn */
+#define TUNER_RELEARN_USEC (60 * USEC_PER_SEC) /* one epoch at the minimum depth ... */
+#define TUNER_RELEARN_FIRST_USEC (5 * USEC_PER_SEC) /* ... a minute, and soon after start */
 #define TUNER_CONTENTION_NUM 3 /* yielding, and reads queue: x 3/4 per epoch */
 #define TUNER_CONTENTION_DEN 4
 
 #define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */
-#define TUNER_YIELD_TARGET_MAX_USEC (5 * UINT64_C(1000)) /* ... at most 5 ms of our queue */
+#define TUNER_YIELD_TARGET_MAX_USEC (5 * USEC_PER_MSEC) /* ... at most 5 ms of our queue */
 #define TUNER_YIELD_SHARE 0.75                        /* of the spare capacity, while yielding */
-#define TUNER_YIELD_QUIET_USEC (5 * UINT64_C(1000000)) /* other I/O gone this long: climb again */
+#define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC) /* other I/O gone this long: climb again */
 #define TUNER_YIELD_PROBE 1.05 /* at the share without a queue: capacity + 5% per epoch */
 #define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
 

@@ -23,6 +23,7 @@
 #include "identity.h"
 #include "log.h"
 #include "state.h"
+#include "sysfs.h"
 #include "util.h"
 #include "volinfo-format.h"
 #include "volinfo.h"
@@ -134,11 +135,6 @@ static char *resolve_target_path(const char *target) {
                 return NULL;
         resolved = realpath(target, NULL);
         return resolved ?: strdup(target);
-}
-
-static void closedirp(DIR **d) {
-        if (*d)
-                (void)closedir(*d);
 }
 
 /* --- collecting volumes --- */
@@ -280,10 +276,10 @@ static int collect_volumes(const Args *a, VolumeList **ret) {
  * daemon finds it: so that a volume that is not running can still be named by its device.
  */
 static int key_of_device(const char *target, char *ret_key, size_t size) {
-        const char *sysfs_root = getenv("EBS_HYDRATE_SYSFS_ROOT") ?: "/sys";
+        const char *root = sysfs_root();
         _cleanup_free_ char *path = device_path_from_arg(target);
         _cleanup_close_ int fd = -1;
-        char name[64] = "", whole[64] = "";
+        char name[KERNEL_NAME_MAX] = "", whole[KERNEL_NAME_MAX] = "";
         DeviceIdentity id;
         int r;
 
@@ -292,12 +288,12 @@ static int key_of_device(const char *target, char *ret_key, size_t size) {
         fd = open(path, O_PATH | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        r = device_kernel_name(sysfs_root, fd, name, whole);
+        r = device_kernel_name(root, fd, name, whole);
         if (r == -EISDIR) /* a partition: its disk is the volume */
                 memcpy(name, whole, sizeof(name));
         else if (r < 0)
                 return r;
-        r = identity_resolve(sysfs_root, name, &id);
+        r = identity_resolve(root, name, &id);
         if (r < 0)
                 return r;
         return identity_state_key(&id, ret_key, size);

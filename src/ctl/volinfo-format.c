@@ -128,10 +128,7 @@ int volume_list_print_table(FILE *f, const VolumeList *l, bool legend) {
 
 /* --- JSON --- */
 
-static void json_object_putp(struct json_object **o) {
-        if (*o)
-                (void)json_object_put(*o);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put)
 
 #define _cleanup_json_ _cleanup_(json_object_putp)
 

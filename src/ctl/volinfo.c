@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc-util.h"
 #include "progress.h"
 #include "util.h"
 #include "volinfo.h"
@@ -46,12 +47,10 @@ void volume_info_done(VolumeInfo *v) {
 
 int volume_info_add_phase(VolumeInfo *v, const char *name, uint64_t done_bytes,
                           uint64_t total_bytes) {
-        VolumePhase *grown = reallocarray(v->phases, v->n_phases + 1, sizeof(VolumePhase));
         char *copy;
 
-        if (!grown)
+        if (ARRAY_GROW(v->phases, v->n_phases_allocated, v->n_phases + 1) < 0)
                 return -ENOMEM;
-        v->phases = grown;
         copy = strdup(strempty(name));
         if (!copy)
                 return -ENOMEM;
@@ -135,17 +134,10 @@ VolumeList *volume_list_free(VolumeList *l) {
         return NULL;
 }
 
-void volume_list_freep(VolumeList **l) {
-        *l = volume_list_free(*l);
-}
-
 int volume_list_add(VolumeList *l, VolumeInfo *v) {
-        VolumeInfo *items = realloc(l->items, (l->n + 1) * sizeof(*items));
-
-        if (!items)
+        if (ARRAY_GROW(l->items, l->allocated, l->n + 1) < 0)
                 return -ENOMEM;
-        items[l->n++] = *v;
-        l->items = items;
+        l->items[l->n++] = *v;
         *v = (VolumeInfo){0};
         return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "bus-contract.h"
 #include "state.h"
+#include "util.h"
 
 /* States a running daemon reports (D-Bus State), plus "stopped" for a state file of a volume
  * that is not complete and not running, and "mismatched" for a state file that holds another
@@ -44,6 +45,7 @@ typedef struct VolumeInfo {
         char *phase;                    /* D-Bus Phase: the stage being read, "done"; "" unknown */
         VolumePhase *phases;            /* D-Bus PhaseProgress; NULL when not running */
         size_t n_phases;
+        size_t n_phases_allocated;
         bool running;
         bool free_space_cold; /* completed by Mode=used: free space was left unread */
         bool yielding;        /* D-Bus Yielding: giving way to other I/O on the volume */
@@ -52,6 +54,7 @@ typedef struct VolumeInfo {
 typedef struct VolumeList {
         VolumeInfo *items;
         size_t n;
+        size_t allocated;
 } VolumeList;
 
 /*
@@ -97,7 +100,7 @@ bool volume_info_matches(const VolumeInfo *v, const char *target, const char *re
 
 int volume_list_new(VolumeList **ret);
 VolumeList *volume_list_free(VolumeList *l);
-void volume_list_freep(VolumeList **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VolumeList *, volume_list_free)
 
 /* volume_list_add() - move *@v into @l (leaving @v zeroed). 0 or -ENOMEM (@v untouched). */
 int volume_list_add(VolumeList *l, VolumeInfo *v);

@@ -326,7 +326,3 @@ HydrateBus *hydrate_bus_free(HydrateBus *b) {
         free(b);
         return NULL;
 }
-
-void hydrate_bus_freep(HydrateBus **b) {
-        *b = hydrate_bus_free(*b);
-}

@@ -14,8 +14,9 @@
 
 #include "bus-contract.h"
 #include "hydrator.h"
+#include "util.h"
 
-#define HYDRATE_BUS_REFRESH_USEC (1000 * UINT64_C(1000))
+#define HYDRATE_BUS_REFRESH_USEC USEC_PER_SEC
 
 typedef struct HydrateBus HydrateBus;
 
@@ -38,7 +39,7 @@ int hydrate_bus_name(const char *kernel_name, char *ret, size_t size);
  */
 int hydrate_bus_new(HydrateBus **ret, sd_event *event, Hydrator *h, const HydrateBusIdentity *id);
 HydrateBus *hydrate_bus_free(HydrateBus *b);
-void hydrate_bus_freep(HydrateBus **b);
+DEFINE_TRIVIAL_CLEANUP_FUNC(HydrateBus *, hydrate_bus_free)
 
 /* hydrate_bus_refresh() - re-read the hydrator now and emit PropertiesChanged for what changed. */
 void hydrate_bus_refresh(HydrateBus *b);

@@ -92,7 +92,7 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                                  "%s: %u.%u%% hydrated (of %s); waiting for asynchronous I/O: "
                                  "fs.aio-max-nr is used up, trying again every %" PRIu64 " s",
                                  st->key, pm / 10, pm % 10, total,
-                                 HYDRATOR_AIO_RETRY_USEC / 1000000u);
+                                 HYDRATOR_AIO_RETRY_USEC / USEC_PER_SEC);
                         break;
                 }
                 if (st->stalled_usec > 0) {
@@ -103,7 +103,7 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                                  "completed for %" PRIu64 " s",
                                  st->key, pm / 10, pm % 10,
                                  format_bytes(done, sizeof(done), st->done_bytes), total,
-                                 st->stalled_usec / 1000000u);
+                                 st->stalled_usec / USEC_PER_SEC);
                         break;
                 }
                 progress_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
@@ -167,7 +167,7 @@ char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
                 snprintf(buf, size,
                          "%s: %u.%u%% hydrated (of %s), mapping the file systems; device stalled, "
                          "no read completed for %" PRIu64 " s",
-                         st->key, pm / 10, pm % 10, total, stalled_usec / 1000000u);
+                         st->key, pm / 10, pm % 10, total, stalled_usec / USEC_PER_SEC);
         else
                 snprintf(buf, size, "%s: %u.%u%% hydrated (of %s), mapping the file systems",
                          st->key, pm / 10, pm % 10, total);
@@ -176,7 +176,7 @@ char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
 
 char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
         char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32];
-        double secs = (double)st->run_usec / 1e6;
+        double secs = (double)st->run_usec / (double)USEC_PER_SEC;
         size_t n;
 
         format_bytes(read, sizeof(read), st->run_bytes);

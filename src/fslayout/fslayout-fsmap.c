@@ -20,10 +20,7 @@
 
 #define FSMAP_BATCH 1024u
 
-static void fclosep(FILE **f) {
-        if (*f)
-                (void)fclose(*f);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape_octal(char *s) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc-util.h"
 #include "fslayout-scan.h"
 #include "fslayout.h"
 #include "util.h"
@@ -24,15 +25,8 @@ int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeK
                 last->length += length;
                 return 0;
         }
-        if (l->n == l->allocated) {
-                size_t allocated = MAX(l->allocated * 2, (size_t)64);
-                FsRange *p = reallocarray(l->ranges, allocated, sizeof(FsRange));
-
-                if (!p)
-                        return -ENOMEM;
-                l->ranges = p;
-                l->allocated = allocated;
-        }
+        if (ARRAY_GROW(l->ranges, l->allocated, l->n + 1) < 0)
+                return -ENOMEM;
         l->ranges[l->n++] = (FsRange){.offset = offset, .length = length, .kind = kind};
         return 0;
 }

@@ -7,7 +7,6 @@
  * block is checked before it is believed, so that a corrupt or hostile image yields less, never
  * more than its own bytes or an endless walk.
  */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,7 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc-util.h"
 #include "fslayout-scan.h"
+#include "unaligned.h"
 #include "util.h"
 
 #define XFS_SB_MAGIC 0x58465342u   /* "XFSB" */
@@ -162,27 +163,6 @@ typedef struct BlockList {
         size_t allocated;
 } BlockList;
 
-static uint16_t be16_at(const uint8_t *p) {
-        uint16_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return be16toh(v);
-}
-
-static uint32_t be32_at(const uint8_t *p) {
-        uint32_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return be32toh(v);
-}
-
-static uint64_t be64_at(const uint8_t *p) {
-        uint64_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return be64toh(v);
-}
-
 static int failed(char **ret_detail, const char *format, ...) _printf_(2, 3);
 static int failed(char **ret_detail, const char *format, ...) {
         va_list ap;
@@ -261,8 +241,8 @@ static unsigned ceil_log2(uint64_t value) {
 }
 
 static void parse_features(const uint8_t *sb, XfsGeometry *g) {
-        uint32_t ro_compat = be32_at(sb + SB_FEATURES_RO_COMPAT);
-        uint32_t incompat = be32_at(sb + SB_FEATURES_INCOMPAT);
+        uint32_t ro_compat = unaligned_read_be32(sb + SB_FEATURES_RO_COMPAT);
+        uint32_t incompat = unaligned_read_be32(sb + SB_FEATURES_INCOMPAT);
 
         if (!g->v5)
                 return; /* v4 has none of them, and its feature fields are not defined */
@@ -276,8 +256,9 @@ static void parse_features(const uint8_t *sb, XfsGeometry *g) {
 
 /* Sizes and logarithms that must agree with each other, as the kernel requires at mount. */
 static bool geometry_valid(const uint8_t *sb, const XfsGeometry *g) {
-        uint32_t sector_size = be16_at(sb + SB_SECTSIZE), inode_size = be16_at(sb + SB_INODESIZE);
-        uint32_t inopblock = be16_at(sb + SB_INOPBLOCK);
+        uint32_t sector_size = unaligned_read_be16(sb + SB_SECTSIZE);
+        uint32_t inode_size = unaligned_read_be16(sb + SB_INODESIZE);
+        uint32_t inopblock = unaligned_read_be16(sb + SB_INOPBLOCK);
         uint64_t full = (uint64_t)g->ag_blocks * g->ag_count;
 
         return is_pow2(g->block_size, g->block_log, 9, 16) &&
@@ -291,10 +272,10 @@ static bool geometry_valid(const uint8_t *sb, const XfsGeometry *g) {
 
 static int parse_superblock(XfsScan *s, const uint8_t *sb, char **ret_detail) {
         XfsGeometry *g = &s->g;
-        unsigned version = be16_at(sb + SB_VERSIONNUM) & 0xfu;
-        uint32_t incompat = be32_at(sb + SB_FEATURES_INCOMPAT);
+        unsigned version = unaligned_read_be16(sb + SB_VERSIONNUM) & 0xfu;
+        uint32_t incompat = unaligned_read_be32(sb + SB_FEATURES_INCOMPAT);
 
-        if (be32_at(sb) != XFS_SB_MAGIC)
+        if (unaligned_read_be32(sb) != XFS_SB_MAGIC)
                 return failed(ret_detail, "no XFS superblock");
         if (version != 4 && version != 5)
                 return failed(ret_detail, "XFS superblock version %u not understood", version);
@@ -304,13 +285,13 @@ static int parse_superblock(XfsScan *s, const uint8_t *sb, char **ret_detail) {
         if (sb[SB_INPROGRESS] != 0)
                 return failed(ret_detail, "XFS not completely made (mkfs.xfs in progress)");
         *g = (XfsGeometry){
-                .block_size = be32_at(sb + SB_BLOCKSIZE),
-                .sector_size = be16_at(sb + SB_SECTSIZE),
-                .ag_blocks = be32_at(sb + SB_AGBLOCKS),
-                .ag_count = be32_at(sb + SB_AGCOUNT),
-                .data_blocks = be64_at(sb + SB_DBLOCKS),
-                .log_start = be64_at(sb + SB_LOGSTART),
-                .log_blocks = be32_at(sb + SB_LOGBLOCKS),
+                .block_size = unaligned_read_be32(sb + SB_BLOCKSIZE),
+                .sector_size = unaligned_read_be16(sb + SB_SECTSIZE),
+                .ag_blocks = unaligned_read_be32(sb + SB_AGBLOCKS),
+                .ag_count = unaligned_read_be32(sb + SB_AGCOUNT),
+                .data_blocks = unaligned_read_be64(sb + SB_DBLOCKS),
+                .log_start = unaligned_read_be64(sb + SB_LOGSTART),
+                .log_blocks = unaligned_read_be32(sb + SB_LOGBLOCKS),
                 .block_log = sb[SB_BLOCKLOG],
                 .inode_log = sb[SB_INODELOG],
                 .inopb_log = sb[SB_INOPBLOG],
@@ -332,15 +313,10 @@ static int parse_superblock(XfsScan *s, const uint8_t *sb, char **ret_detail) {
 }
 
 static int block_list_add(BlockList *l, uint32_t agbno) {
-        if (l->n == l->allocated) {
-                size_t allocated = MAX(l->allocated * 2, (size_t)64);
-                uint32_t *v = reallocarray(l->v, allocated, sizeof(uint32_t));
+        int r = ARRAY_GROW(l->v, l->allocated, l->n + 1);
 
-                if (!v)
-                        return -ENOMEM;
-                l->v = v;
-                l->allocated = allocated;
-        }
+        if (r < 0)
+                return r;
         l->v[l->n++] = agbno;
         return 0;
 }
@@ -384,7 +360,8 @@ static uint32_t btree_maxrecs(const XfsScan *s, const BtreeType *type, unsigned 
 static bool btree_v5_header_valid(const XfsScan *s, const uint8_t *b, uint32_t agbno) {
         uint64_t daddr = (ag_start(s, s->agno) + agbno) << (s->g.block_log - 9);
 
-        return be64_at(b + BT_BLKNO) == daddr && be32_at(b + BT_OWNER) == s->agno &&
+        return unaligned_read_be64(b + BT_BLKNO) == daddr &&
+               unaligned_read_be32(b + BT_OWNER) == s->agno &&
                memcmp(b + BT_UUID, s->g.uuid, sizeof(s->g.uuid)) == 0;
 }
 
@@ -397,8 +374,9 @@ static bool read_btree_block(XfsScan *s, const BtreeType *type, uint32_t agbno, 
         if (!agbno_valid(s, agbno) || read_at(s, (ag_start(s, s->agno) + agbno) << s->g.block_log,
                                               s->block, s->g.block_size) < 0)
                 return false;
-        return magic != 0 && be32_at(b) == magic && be16_at(b + BT_LEVEL) == level &&
-               be16_at(b + BT_NUMRECS) <= btree_maxrecs(s, type, level) &&
+        return magic != 0 && unaligned_read_be32(b) == magic &&
+               unaligned_read_be16(b + BT_LEVEL) == level &&
+               unaligned_read_be16(b + BT_NUMRECS) <= btree_maxrecs(s, type, level) &&
                (!s->g.v5 || btree_v5_header_valid(s, b, agbno));
 }
 
@@ -406,8 +384,8 @@ static bool read_btree_block(XfsScan *s, const BtreeType *type, uint32_t agbno, 
  * groups of 4 that the hole mask does not call holes. Whole blocks: an inode cluster starts
  * and ends on one. */
 static int add_inode_chunk(XfsScan *s, const uint8_t *rec) {
-        uint32_t agino = be32_at(rec);
-        uint16_t holes = s->g.sparse_inodes ? be16_at(rec + INOBT_HOLEMASK) : 0;
+        uint32_t agino = unaligned_read_be32(rec);
+        uint16_t holes = s->g.sparse_inodes ? unaligned_read_be16(rec + INOBT_HOLEMASK) : 0;
         uint64_t first = (uint64_t)agino << s->g.inode_log; /* bytes into the AG */
         uint64_t group = (uint64_t)INODES_PER_HOLEMASK_BIT << s->g.inode_log;
         uint64_t ag_bytes = (uint64_t)s->ag_length << s->g.block_log;
@@ -442,7 +420,8 @@ static int add_inode_chunk(XfsScan *s, const uint8_t *rec) {
 static int take_btree_block(XfsScan *s, const BtreeType *type, uint32_t agbno, unsigned level,
                             BlockList *next) {
         const uint8_t *b = s->block;
-        uint32_t numrecs = be16_at(b + BT_NUMRECS), header = btree_header_len(s);
+        uint32_t numrecs = unaligned_read_be16(b + BT_NUMRECS), header = btree_header_len(s);
+        const uint8_t *ptr;
         int r;
 
         r = add_ag_blocks(s, agbno, 1);
@@ -458,9 +437,9 @@ static int take_btree_block(XfsScan *s, const BtreeType *type, uint32_t agbno, u
                         s->skipped++;
                         return 0;
                 }
-                r = block_list_add(next, be32_at(b + header +
-                                                 btree_maxrecs(s, type, level) * type->key_len +
-                                                 i * BTREE_PTR_LEN));
+                ptr = b + header + btree_maxrecs(s, type, level) * type->key_len +
+                      i * BTREE_PTR_LEN;
+                r = block_list_add(next, unaligned_read_be32(ptr));
         }
         return r;
 }
@@ -506,8 +485,9 @@ static bool read_ag_sector(XfsScan *s, unsigned index) {
 static bool ag_header_valid(const XfsScan *s, uint32_t magic) {
         const uint8_t *h = s->sector;
 
-        return be32_at(h) == magic && be32_at(h + AG_VERSIONNUM) == 1 &&
-               be32_at(h + AG_SEQNO) == s->agno && be32_at(h + AG_LENGTH) == s->ag_length;
+        return unaligned_read_be32(h) == magic && unaligned_read_be32(h + AG_VERSIONNUM) == 1 &&
+               unaligned_read_be32(h + AG_SEQNO) == s->agno &&
+               unaligned_read_be32(h + AG_LENGTH) == s->ag_length;
 }
 
 /* The AGFL: blocks set aside for the free-space btrees to grow into. GETFSMAP counts them as
@@ -520,13 +500,13 @@ static int add_free_list(XfsScan *s, uint32_t first, uint32_t last, uint32_t cou
         if (count == 0)
                 return 0;
         if (first >= slots || last >= slots || count > slots || !read_ag_sector(s, 3) ||
-            (s->g.v5 && (be32_at(s->sector) != XFS_AGFL_MAGIC ||
-                         be32_at(s->sector + AGFL_SEQNO) != s->agno))) {
+            (s->g.v5 && (unaligned_read_be32(s->sector) != XFS_AGFL_MAGIC ||
+                         unaligned_read_be32(s->sector + AGFL_SEQNO) != s->agno))) {
                 s->skipped++;
                 return 0;
         }
         for (uint32_t i = 0; r >= 0 && i < count; i++) {
-                uint32_t agbno = be32_at(s->sector + header + (first + i) % slots * 4);
+                uint32_t agbno = unaligned_read_be32(s->sector + header + (first + i) % slots * 4);
 
                 if (agbno_valid(s, agbno))
                         r = add_ag_blocks(s, agbno, 1);
@@ -547,21 +527,21 @@ static int scan_agf(XfsScan *s) {
                 return 0;
         }
         /* Copied out: the walks and the free list reuse s->sector. */
-        bno_root = be32_at(agf + AGF_BNO_ROOT);
-        bno_level = be32_at(agf + AGF_BNO_LEVEL);
-        cnt_root = be32_at(agf + AGF_CNT_ROOT);
-        cnt_level = be32_at(agf + AGF_CNT_LEVEL);
+        bno_root = unaligned_read_be32(agf + AGF_BNO_ROOT);
+        bno_level = unaligned_read_be32(agf + AGF_BNO_LEVEL);
+        cnt_root = unaligned_read_be32(agf + AGF_CNT_ROOT);
+        cnt_level = unaligned_read_be32(agf + AGF_CNT_LEVEL);
         if (s->g.rmapbt) {
-                rmap_root = be32_at(agf + AGF_RMAP_ROOT);
-                rmap_level = be32_at(agf + AGF_RMAP_LEVEL);
+                rmap_root = unaligned_read_be32(agf + AGF_RMAP_ROOT);
+                rmap_level = unaligned_read_be32(agf + AGF_RMAP_LEVEL);
         }
         if (s->g.reflink) {
-                refc_root = be32_at(agf + AGF_REFCOUNT_ROOT);
-                refc_level = be32_at(agf + AGF_REFCOUNT_LEVEL);
+                refc_root = unaligned_read_be32(agf + AGF_REFCOUNT_ROOT);
+                refc_level = unaligned_read_be32(agf + AGF_REFCOUNT_LEVEL);
         }
-        first = be32_at(agf + AGF_FLFIRST);
-        last = be32_at(agf + AGF_FLLAST);
-        count = be32_at(agf + AGF_FLCOUNT);
+        first = unaligned_read_be32(agf + AGF_FLFIRST);
+        last = unaligned_read_be32(agf + AGF_FLLAST);
+        count = unaligned_read_be32(agf + AGF_FLCOUNT);
 
         r = walk_btree(s, &bnobt, bno_root, bno_level);
         if (r >= 0)
@@ -583,10 +563,10 @@ static int scan_agi(XfsScan *s) {
                 s->skipped++;
                 return 0;
         }
-        root = be32_at(s->sector + AGI_ROOT);
-        level = be32_at(s->sector + AGI_LEVEL);
-        free_root = s->g.finobt ? be32_at(s->sector + AGI_FREE_ROOT) : 0;
-        free_level = s->g.finobt ? be32_at(s->sector + AGI_FREE_LEVEL) : 0;
+        root = unaligned_read_be32(s->sector + AGI_ROOT);
+        level = unaligned_read_be32(s->sector + AGI_LEVEL);
+        free_root = s->g.finobt ? unaligned_read_be32(s->sector + AGI_FREE_ROOT) : 0;
+        free_level = s->g.finobt ? unaligned_read_be32(s->sector + AGI_FREE_LEVEL) : 0;
         r = walk_btree(s, &inobt, root, level);
         if (r >= 0)
                 r = walk_btree(s, &finobt, free_root, free_level);

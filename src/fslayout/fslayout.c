@@ -8,7 +8,6 @@
  */
 #include <blkid.h>
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -20,9 +19,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "alloc-util.h"
 #include "fslayout-scan.h"
 #include "fslayout.h"
 #include "parse.h"
+#include "sysfs.h"
+#include "unaligned.h"
 #include "util.h"
 
 #define SECTOR 512u            /* libblkid's unit for partition start and size */
@@ -50,11 +52,11 @@ typedef struct Discovery {
         uint64_t size;
         char *table_type; /* libblkid's name of the partition table, NULL if none */
         Region *regions;
-        size_t n_regions;
+        size_t n_regions, n_regions_allocated;
         FsRangeList extended; /* extended partitions: containers of logical ones, not regions */
         FsRangeList list;
         char **notes;
-        size_t n_notes;
+        size_t n_notes, n_notes_allocated;
 } Discovery;
 
 static void discovery_done(Discovery *d) {
@@ -74,10 +76,7 @@ static void discovery_done(Discovery *d) {
         free(d->notes);
 }
 
-static void blkid_free_probep(blkid_probe *pr) {
-        if (*pr)
-                blkid_free_probe(*pr);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(blkid_probe, blkid_free_probe)
 
 static int set_string(char **s, const char *value) {
         free(*s);
@@ -126,11 +125,10 @@ static int discovery_open(Discovery *d, int fd, char **error) {
 }
 
 static Region *region_add(Discovery *d, uint64_t offset, uint64_t size, int partno) {
-        Region *p = reallocarray(d->regions, d->n_regions + 1, sizeof(Region));
+        Region *p;
 
-        if (!p)
+        if (ARRAY_GROW(d->regions, d->n_regions_allocated, d->n_regions + 1) < 0)
                 return NULL;
-        d->regions = p;
         p = &d->regions[d->n_regions++];
         *p = (Region){.offset = offset, .size = size, .partno = partno, .result = FS_SCAN_FAILED};
         return p;
@@ -160,68 +158,43 @@ static void mark_overlaps(Discovery *d) {
         }
 }
 
-static int read_attribute(int dir_fd, const char *name, const char *attribute, char *buf,
-                          size_t size) {
-        char path[512];
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
+/* The sysfs attribute @attribute of the entry @name below @dir_fd, as a number. */
+static int read_entry_u64(int dir_fd, const char *name, const char *attribute, uint64_t *ret) {
+        _cleanup_free_ char *path = NULL;
 
-        (void)snprintf(path, sizeof(path), "%s/%s", name, attribute);
-        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        return 0;
-}
-
-static void closedirp(DIR **dir) {
-        if (*dir)
-                (void)closedir(*dir);
+        if (asprintf(&path, "%s/%s", name, attribute) < 0)
+                return -ENOMEM;
+        return sysfs_read_u64_at(dir_fd, path, ret);
 }
 
 /* The device number of the partition of @disk at [@offset, @offset + @size), from the
  * disk's sysfs directory, where each partition has "start", "size" (sectors) and "dev". */
 static dev_t partition_dev(dev_t disk, uint64_t offset, uint64_t size) {
         _cleanup_(closedirp) DIR *dir = NULL;
-        char path[64], buf[64];
+        _cleanup_free_ char *path = NULL;
         struct dirent *e;
 
-        (void)snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(disk), minor(disk));
+        if (asprintf(&path, "%s/dev/block/%u:%u", sysfs_root(), major(disk), minor(disk)) < 0)
+                return 0;
         dir = opendir(path);
         if (!dir)
                 return 0;
         while ((e = readdir(dir))) {
-                unsigned long long start, sectors;
-                unsigned maj, min;
+                _cleanup_free_ char *dev_path = NULL;
+                uint64_t start, sectors;
+                dev_t dev;
 
                 if (e->d_name[0] == '.' ||
-                    read_attribute(dirfd(dir), e->d_name, "start", buf, sizeof(buf)) < 0 ||
-                    sscanf(buf, "%llu", &start) != 1 || start * SECTOR != offset ||
-                    read_attribute(dirfd(dir), e->d_name, "size", buf, sizeof(buf)) < 0 ||
-                    sscanf(buf, "%llu", &sectors) != 1 || sectors * SECTOR != size ||
-                    read_attribute(dirfd(dir), e->d_name, "dev", buf, sizeof(buf)) < 0 ||
-                    sscanf(buf, "%u:%u", &maj, &min) != 2)
+                    read_entry_u64(dirfd(dir), e->d_name, "start", &start) < 0 ||
+                    start * SECTOR != offset ||
+                    read_entry_u64(dirfd(dir), e->d_name, "size", &sectors) < 0 ||
+                    sectors * SECTOR != size || asprintf(&dev_path, "%s/dev", e->d_name) < 0)
                         continue;
-                return makedev(maj, min);
+                if (sysfs_read_devnum_at(dirfd(dir), dev_path, &dev) < 0)
+                        continue;
+                return dev;
         }
         return 0;
-}
-
-static uint64_t le64_at(const uint8_t *p) {
-        uint64_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return le64toh(v);
-}
-
-static uint32_t le32_at(const uint8_t *p) {
-        uint32_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return le32toh(v);
 }
 
 /* The GPT header at @lba and its entry array are metadata. Its alternate's LBA goes to
@@ -235,11 +208,11 @@ static int add_gpt_header(Discovery *d, uint64_t sector_size, uint64_t lba,
 
         if (lba >= d->size / sector_size ||
             pread(d->fd, h, sizeof(h), (off_t)(lba * sector_size)) != (ssize_t)sizeof(h) ||
-            memcmp(h, "EFI PART", 8) != 0 || le64_at(h + 24) != lba)
+            memcmp(h, "EFI PART", 8) != 0 || unaligned_read_le64(h + 24) != lba)
                 return -EBADMSG;
-        entries_lba = le64_at(h + 72);
-        n_entries = le32_at(h + 80);
-        entry_size = le32_at(h + 84);
+        entries_lba = unaligned_read_le64(h + 72);
+        n_entries = unaligned_read_le32(h + 80);
+        entry_size = unaligned_read_le32(h + 84);
         if (n_entries > GPT_ENTRIES_MAX || entry_size > GPT_ENTRY_SIZE_MAX ||
             entries_lba >= d->size / sector_size)
                 return -EBADMSG;
@@ -248,7 +221,7 @@ static int add_gpt_header(Discovery *d, uint64_t sector_size, uint64_t lba,
         if (r >= 0)
                 r = fs_range_list_add(&d->list, entries_lba * sector_size, entries_bytes,
                                       FS_RANGE_METADATA);
-        *ret_alternate = le64_at(h + 32);
+        *ret_alternate = unaligned_read_le64(h + 32);
         return r;
 }
 
@@ -531,16 +504,12 @@ static int claim_unmapped(Discovery *d) {
 }
 
 static int note_add(Discovery *d, char *note) {
-        char **p;
-
         if (!note)
                 return -ENOMEM;
-        p = reallocarray(d->notes, d->n_notes + 1, sizeof(char *));
-        if (!p) {
+        if (ARRAY_GROW(d->notes, d->n_notes_allocated, d->n_notes + 1) < 0) {
                 free(note);
                 return -ENOMEM;
         }
-        d->notes = p;
         d->notes[d->n_notes++] = note;
         return 0;
 }

@@ -18,9 +18,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "alloc-util.h"
 #include "hotpaths.h"
 #include "log.h"
 #include "parse.h"
+#include "sysfs.h"
 #include "util.h"
 
 #define FIEMAP_BATCH 128
@@ -33,7 +35,7 @@ typedef struct Collector {
         dev_t disk;
         const char *sysfs_root;
         ByteRange *ranges;
-        size_t n;
+        size_t n, allocated;
         dev_t last_dev; /* the file system device of the last file, and its offset */
         int last_r;
         uint64_t last_offset;
@@ -43,42 +45,19 @@ typedef struct Collector {
 
 static int read_sysfs_u64(const char *sysfs_root, dev_t dev, const char *rel, uint64_t *ret) {
         _cleanup_free_ char *path = NULL;
-        char buf[64];
-        ssize_t n;
-        int fd;
 
         if (asprintf(&path, "%s/dev/block/%u:%u/%s", sysfs_root, major(dev), minor(dev), rel) < 0)
                 return -ENOMEM;
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
-        (void)close(fd);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        return parse_unsigned(buf, 0, UINT64_MAX, ret) < 0 ? -EBADMSG : 0;
+        return sysfs_read_u64_at(AT_FDCWD, path, ret);
 }
 
 /* The "MAJ:MIN" in <sysfs>/dev/block/MAJ:MIN/../dev: the disk a partition belongs to. */
 static int parent_disk(const char *sysfs_root, dev_t part, dev_t *ret) {
         _cleanup_free_ char *path = NULL;
-        unsigned maj, min;
-        FILE *f;
-        int n;
 
         if (asprintf(&path, "%s/dev/block/%u:%u/../dev", sysfs_root, major(part), minor(part)) < 0)
                 return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        n = fscanf(f, "%u:%u", &maj, &min);
-        (void)fclose(f);
-        if (n != 2)
-                return -EBADMSG;
-        *ret = makedev(maj, min);
-        return 0;
+        return sysfs_read_devnum_at(AT_FDCWD, path, ret);
 }
 
 int hotpaths_partition_offset(const char *sysfs_root, dev_t part, dev_t disk, uint64_t *ret) {
@@ -108,27 +87,22 @@ int hotpaths_partition_offset(const char *sysfs_root, dev_t part, dev_t disk, ui
         return 0;
 }
 
-static int add_range(ByteRange **ranges, size_t *n, uint64_t offset, uint64_t length) {
-        ByteRange *grown;
-
+static int add_range(ByteRange **ranges, size_t *n, size_t *allocated, uint64_t offset,
+                     uint64_t length) {
         if (*n >= HOTPATHS_RANGES_MAX)
                 return -E2BIG;
         if (*n > 0 && (*ranges)[*n - 1].offset + (*ranges)[*n - 1].length == offset) {
                 (*ranges)[*n - 1].length += length; /* physically contiguous: one range */
                 return 0;
         }
-        /* Grow by doubling: many files have one extent each. */
-        if ((*n & (*n - 1)) == 0) {
-                grown = reallocarray(*ranges, *n ? *n * 2 : 16, sizeof(ByteRange));
-                if (!grown)
-                        return -ENOMEM;
-                *ranges = grown;
-        }
+        if (ARRAY_GROW(*ranges, *allocated, *n + 1) < 0)
+                return -ENOMEM;
         (*ranges)[(*n)++] = (ByteRange){offset, length};
         return 0;
 }
 
-int hotpaths_file_extents(int fd, uint64_t offset, ByteRange **ranges, size_t *n) {
+int hotpaths_file_extents(int fd, uint64_t offset, ByteRange **ranges, size_t *n,
+                          size_t *allocated) {
         _cleanup_free_ struct fiemap *fm = NULL;
         uint64_t start = 0;
 
@@ -153,7 +127,7 @@ int hotpaths_file_extents(int fd, uint64_t offset, ByteRange **ranges, size_t *n
                         start = e->fe_logical + e->fe_length;
                         if ((e->fe_flags & SKIPPED_EXTENT_FLAGS) || e->fe_length == 0)
                                 continue;
-                        r = add_range(ranges, n, offset + e->fe_physical, e->fe_length);
+                        r = add_range(ranges, n, allocated, offset + e->fe_physical, e->fe_length);
                         if (r < 0)
                                 return r;
                 }
@@ -201,7 +175,7 @@ static int map_file(Collector *c, const char *path, const struct stat *st, const
                 log_warning_errno(fd, "HotPaths=: cannot open %s (%m), skipping", SHOWN(path));
                 return 0;
         }
-        r = hotpaths_file_extents(fd, offset, &c->ranges, &c->n);
+        r = hotpaths_file_extents(fd, offset, &c->ranges, &c->n, &c->allocated);
         if (r == -ENOMEM)
                 return r;
         if (r == -E2BIG) {

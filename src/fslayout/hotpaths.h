@@ -39,9 +39,10 @@ int hotpaths_partition_offset(const char *sysfs_root, dev_t part, dev_t disk, ui
 
 /*
  * hotpaths_file_extents() - append the physical extents of the file open as @fd, moved by
- * @offset, to *@ranges (*@n of them, growing). Extents without a known place on the disk
- * (delayed allocation, inline data, unknown) are left out. Return: 0, -ENOMEM, -E2BIG when
- * HOTPATHS_RANGES_MAX is reached, or the negative errno of FIEMAP (-EOPNOTSUPP: the file
- * system cannot map its files).
+ * @offset, to *@ranges (*@n of them in room for *@allocated, growing: ARRAY_GROW()). Extents
+ * without a known place on the disk (delayed allocation, inline data, unknown) are left out.
+ * Return: 0, -ENOMEM, -E2BIG when HOTPATHS_RANGES_MAX is reached, or the negative errno of FIEMAP
+ * (-EOPNOTSUPP: the file system cannot map its files).
  */
-int hotpaths_file_extents(int fd, uint64_t offset, ByteRange **ranges, size_t *n);
+int hotpaths_file_extents(int fd, uint64_t offset, ByteRange **ranges, size_t *n,
+                          size_t *allocated);

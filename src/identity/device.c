@@ -49,15 +49,16 @@ static int sysfs_block_node(const char *sysfs_root, dev_t rdev, char **ret, char
         return 0;
 }
 
-static int copy_name(char dst[64], const char *src) {
-        if (strlen(src) >= 64)
+static int copy_name(char dst[KERNEL_NAME_MAX], const char *src) {
+        if (strlen(src) >= KERNEL_NAME_MAX)
                 return -ENAMETOOLONG;
         strcpy(dst, src);
         return 0;
 }
 
-static int kernel_name_of(const char *sysfs_root, const struct stat *st, char ret_name[64],
-                          char ret_whole[64], char **ret_error) {
+static int kernel_name_of(const char *sysfs_root, const struct stat *st,
+                          char ret_name[KERNEL_NAME_MAX], char ret_whole[KERNEL_NAME_MAX],
+                          char **ret_error) {
         _cleanup_free_ char *node = NULL, *partition = NULL;
         int r;
 
@@ -78,7 +79,8 @@ static int kernel_name_of(const char *sysfs_root, const struct stat *st, char re
         return 0;
 }
 
-int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]) {
+int device_kernel_name(const char *sysfs_root, int fd, char ret_name[KERNEL_NAME_MAX],
+                       char ret_whole[KERNEL_NAME_MAX]) {
         struct stat st;
 
         if (fstat(fd, &st) < 0)
@@ -102,8 +104,17 @@ int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size
         return 0;
 }
 
+/* -ENOTBLK, and the message that says what @path is instead. */
+static int not_a_block_device(const char *path, mode_t mode, char **ret_error) {
+        const char *what = file_type_name(mode);
+
+        if (asprintf(ret_error, "%s is not a block device: it is %s", path, what) < 0)
+                *ret_error = NULL;
+        return -ENOTBLK;
+}
+
 int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret,
-                      char ret_whole[64], char **ret_error) {
+                      char ret_whole[KERNEL_NAME_MAX], char **ret_error) {
         _cleanup_close_ int fd = -1;
         BlockDevice d = {.fd = -1};
         struct stat st;
@@ -114,24 +125,16 @@ int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret
          * terminal becomes ours), a FIFO never blocks, a directory never reaches O_DIRECT. */
         if (stat(path, &st) < 0)
                 return -errno;
-        if (!S_ISBLK(st.st_mode)) {
-                if (asprintf(ret_error, "%s is not a block device: it is %s", path,
-                             file_type_name(st.st_mode)) < 0)
-                        *ret_error = NULL;
-                return -ENOTBLK;
-        }
+        if (!S_ISBLK(st.st_mode))
+                return not_a_block_device(path, st.st_mode, ret_error);
         /* O_NONBLOCK in case it was swapped for a FIFO since; cleared again below. */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISBLK(st.st_mode)) {
-                if (asprintf(ret_error, "%s is not a block device: it is %s", path,
-                             file_type_name(st.st_mode)) < 0)
-                        *ret_error = NULL;
-                return -ENOTBLK;
-        }
+        if (!S_ISBLK(st.st_mode))
+                return not_a_block_device(path, st.st_mode, ret_error);
         if (fcntl(fd, F_SETFL, O_DIRECT) < 0)
                 return -errno;
         r = kernel_name_of(sysfs_root, &st, d.kernel_name, ret_whole, ret_error);

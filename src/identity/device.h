@@ -9,12 +9,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util.h"
+
 typedef struct BlockDevice {
-        int fd;                      /* O_RDONLY | O_DIRECT */
-        char *path;                  /* as given or /dev/<name> */
-        char kernel_name[64];        /* nvme1n1 */
-        uint64_t size;               /* bytes, BLKGETSIZE64 */
-        uint32_t logical_block_size; /* BLKSSZGET */
+        int fd;                            /* O_RDONLY | O_DIRECT */
+        char *path;                        /* as given or /dev/<name> */
+        char kernel_name[KERNEL_NAME_MAX]; /* nvme1n1 */
+        uint64_t size;                     /* bytes, BLKGETSIZE64 */
+        uint32_t logical_block_size;       /* BLKSSZGET */
 } BlockDevice;
 
 /* device_path_from_arg() - "/dev/nvme1n1" stays, "nvme1n1" becomes "/dev/nvme1n1" (malloc'ed). */
@@ -26,7 +28,8 @@ char *device_path_from_arg(const char *arg);
  * Returns 0; -EISDIR for a partition, with its name in @ret_name and the whole disk's in
  * @ret_whole; -ENOTBLK if @fd is not a block device.
  */
-int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char ret_whole[64]);
+int device_kernel_name(const char *sysfs_root, int fd, char ret_name[KERNEL_NAME_MAX],
+                       char ret_whole[KERNEL_NAME_MAX]);
 
 /*
  * block_device_verdict() - whether a file with @mode, @size bytes and @logical_block_size can be
@@ -35,7 +38,6 @@ int device_kernel_name(const char *sysfs_root, int fd, char ret_name[64], char r
  * blocks: its tail cannot be read with O_DIRECT). Pure: the fuzzer drives it.
  */
 int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size);
-
 
 /*
  * block_device_open() - open @path for hydration. @sysfs_root is "/sys" normally. The path is
@@ -46,5 +48,5 @@ int block_device_verdict(mode_t mode, uint64_t size, uint32_t logical_block_size
  * or the sysfs path that could not be resolved); NULL otherwise.
  */
 int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret,
-                      char ret_whole[64], char **ret_error);
+                      char ret_whole[KERNEL_NAME_MAX], char **ret_error);
 void block_device_close(BlockDevice *d);

@@ -17,6 +17,7 @@
 #include "device.h"
 #include "identity.h"
 #include "log.h"
+#include "sysfs.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -88,8 +89,8 @@ static int print_ebs(const char *volume_id, const char *device_name) {
 
 /* Returns 1 if the device is EBS and was printed, 0 if not, or a negative errno (logged). */
 static int identify_by_sysfs(int fd, const char *path) {
-        const char *root = getenv("EBS_HYDRATE_SYSFS_ROOT") ?: "/sys";
-        char kernel_name[64], whole[64];
+        const char *root = sysfs_root();
+        char kernel_name[KERNEL_NAME_MAX], whole[KERNEL_NAME_MAX];
         DeviceIdentity id;
         int r;
 
@@ -101,7 +102,7 @@ static int identify_by_sysfs(int fd, const char *path) {
                 return log_error_errno(r,
                                        "A sysfs identity attribute of %s is longer than %d bytes, "
                                        "refusing to truncate it",
-                                       kernel_name, IDENTITY_SYSFS_ATTR_MAX);
+                                       kernel_name, SYSFS_ATTR_MAX);
         if (r == -EBADMSG)
                 return log_error_errno(r, "A sysfs identity attribute of %s holds a NUL byte",
                                        kernel_name);

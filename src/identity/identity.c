@@ -15,19 +15,11 @@
 #include <unistd.h>
 
 #include "identity.h"
+#include "sysfs.h"
 #include "util.h"
 
-#define KERNEL_NAME_MAX sizeof(((DeviceIdentity *)NULL)->kernel_name)
-
-static void udev_unrefp(struct udev **p) {
-        if (*p)
-                (void)udev_unref(*p);
-}
-
-static void udev_device_unrefp(struct udev_device **p) {
-        if (*p)
-                (void)udev_device_unref(*p);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct udev *, udev_unref)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct udev_device *, udev_device_unref)
 
 static bool is_empty(const char *s) {
         return !s || !*s;
@@ -105,48 +97,11 @@ int identity_from_properties(const char *kernel_name, const IdentityProperties *
         return 0;
 }
 
-/*
- * Read a sysfs attribute below @dir_fd, without its trailing newlines; -ENOENT if absent. The
- * value is read whole or not at all: longer than IDENTITY_SYSFS_ATTR_MAX is -EFBIG and a NUL
- * byte is -EBADMSG, since a model or serial cut short could pass for another device's.
- */
-static int read_attr(int dir_fd, const char *name, char **ret) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-
-        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        buf = malloc(IDENTITY_SYSFS_ATTR_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (n <= IDENTITY_SYSFS_ATTR_MAX) { /* one byte more than allowed tells it is too long */
-                ssize_t k = read(fd, buf + n, IDENTITY_SYSFS_ATTR_MAX + 1 - n);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-        }
-        if (n > IDENTITY_SYSFS_ATTR_MAX)
-                return -EFBIG;
-        if (memchr(buf, '\0', n))
-                return -EBADMSG;
-        while (n > 0 && buf[n - 1] == '\n')
-                n--;
-        buf[n] = '\0';
-
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
-/* Like read_attr(), but a missing attribute is not an error: *ret stays NULL. */
+/* A sysfs attribute below @dir_fd (sysfs_read_attr_at(): read whole or refused, since a model or
+ * serial cut short could pass for another device's), but a missing one is not an error: *ret
+ * stays NULL. */
 static int read_attr_optional(int dir_fd, const char *name, char **ret) {
-        int r = read_attr(dir_fd, name, ret);
+        int r = sysfs_read_attr_at(dir_fd, name, ret);
 
         return r == -ENOENT ? 0 : r;
 }
@@ -174,7 +129,7 @@ static int open_sysfs_device(const char *sysfs_root, const char *kernel_name) {
  * back to device/wwid, where SCSI keeps it). Any of them may be missing (loop devices have none).
  *
  * Return: 0, -ENOENT if the device does not exist under @sysfs_root, -EFBIG if an attribute is
- * longer than IDENTITY_SYSFS_ATTR_MAX bytes, -EBADMSG if one holds a NUL byte, or another
+ * longer than SYSFS_ATTR_MAX bytes, -EBADMSG if one holds a NUL byte, or another
  * negative errno.
  */
 int identity_from_sysfs(const char *sysfs_root, const char *kernel_name, DeviceIdentity *ret) {

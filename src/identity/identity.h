@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sysfs.h"
+#include "util.h"
+
 #define EBS_MODEL "Amazon Elastic Block Store"
 #define EBS_NVME_VENDOR_ID 0x1D0Fu
 #define EBS_VOLUME_ID_MAX 24   /* "vol-" + 17 hex + NUL, rounded up */
@@ -18,7 +21,7 @@
 #define IDENTITY_STABLE_ID_MAX 256
 
 typedef struct DeviceIdentity {
-        char kernel_name[64];                   /* nvme1n1, loop3 */
+        char kernel_name[KERNEL_NAME_MAX];      /* nvme1n1, loop3 */
         bool is_ebs;                            /* model is EBS and serial is a volume id */
         char volume_id[EBS_VOLUME_ID_MAX];      /* vol-0123456789abcdef0, or "" */
         char device_name[EBS_DEVICE_NAME_MAX];  /* mapping name without /dev/ (sdf, xvdf), or "" */
@@ -77,8 +80,8 @@ typedef struct IdentityProperties {
 int identity_from_properties(const char *kernel_name, const IdentityProperties *p,
                              DeviceIdentity *ret);
 
-/* Longest sysfs attribute read (the kernel's PAGE_SIZE limit); longer is an error, never cut. */
-#define IDENTITY_SYSFS_ATTR_MAX 4096
+/* Longest sysfs attribute read (sysfs.h); longer is an error, never cut. */
+#define IDENTITY_SYSFS_ATTR_MAX SYSFS_ATTR_MAX
 
 /*
  * identity_from_sysfs() - read <sysfs_root>/class/block/<kernel_name>/device/{model,serial}

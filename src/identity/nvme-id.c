@@ -12,6 +12,7 @@
 #include <linux/nvme_ioctl.h>
 
 #include "identity.h"
+#include "unaligned.h"
 
 #define NVME_ADMIN_IDENTIFY 0x06
 #define NVME_CNS_CTRL 0x01
@@ -52,7 +53,7 @@ int nvme_identify_parse(const uint8_t *page, size_t size, NvmeIdentify *ret) {
         mn = (const char *)page + ID_CTRL_MN_OFFSET;
         bdev = (const char *)page + ID_CTRL_EBS_BDEV_OFFSET;
 
-        id.vendor_id = (uint16_t)(page[ID_CTRL_VID_OFFSET] | page[ID_CTRL_VID_OFFSET + 1] << 8);
+        id.vendor_id = unaligned_read_le16(page + ID_CTRL_VID_OFFSET);
         copy_field(id.serial, page + ID_CTRL_SN_OFFSET, ID_CTRL_SN_SIZE);
         copy_field(id.model, page + ID_CTRL_MN_OFFSET, ID_CTRL_MN_SIZE);
 

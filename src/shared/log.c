@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "parse.h"
+#include "time-util.h"
 
 static const char *log_program = "ebs-hydrate";
 static int log_max_level = LOG_INFO;
@@ -87,10 +88,7 @@ static void output_setup(OutputStream *o, int fd) {
 }
 
 static int64_t mono_msec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t)(now_usec(CLOCK_MONOTONIC) / USEC_PER_MSEC);
 }
 
 /* Writes it all, or returns -EAGAIN (not read in time) or the write's error, having written part.

@@ -50,7 +50,7 @@ uint64_t progress_rate(const Progress *p) {
         oldest = sample_at(p, age);
         if (newest->usec <= oldest->usec || newest->bytes < oldest->bytes)
                 return 0;
-        return (uint64_t)((double)(newest->bytes - oldest->bytes) * 1e6 /
+        return (uint64_t)((double)(newest->bytes - oldest->bytes) * (double)USEC_PER_SEC /
                           (double)(newest->usec - oldest->usec));
 }
 

@@ -9,8 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define PROGRESS_SAMPLES 32
-#define PROGRESS_WINDOW_USEC (10 * UINT64_C(1000000))
+#define PROGRESS_WINDOW_USEC (10 * USEC_PER_SEC)
 #define PROGRESS_ETA_UNKNOWN UINT64_MAX
 
 typedef struct ProgressSample {

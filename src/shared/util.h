@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small helpers shared by every module: cleanup attributes, ownership transfer and a few
- * arithmetic macros. Nothing here does I/O.
+ * Small helpers shared by every module: cleanup attributes and the macro that makes them,
+ * ownership transfer, a few arithmetic macros, time units and the size of a kernel name.
+ * Nothing here does I/O.
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +23,17 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CLAMP(x, lo, hi) MIN(MAX((x), (lo)), (hi))
+
+/* Time in the units the code counts in: microseconds (sd-event's), and what converts to them. */
+#define NSEC_PER_USEC UINT64_C(1000)
+#define NSEC_PER_MSEC UINT64_C(1000000)
+#define NSEC_PER_SEC UINT64_C(1000000000)
+#define USEC_PER_MSEC UINT64_C(1000)
+#define USEC_PER_SEC UINT64_C(1000000)
+#define MSEC_PER_SEC UINT64_C(1000)
+
+/* A block device's kernel name (nvme1n1, loop3, nvme1n1p1) with its NUL: longer is refused. */
+#define KERNEL_NAME_MAX 64
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -41,6 +54,16 @@
                 _fd_;               \
         })
 
+/*
+ * DEFINE_TRIVIAL_CLEANUP_FUNC() - define funcp(type *p), which calls func(*p) unless *p is NULL:
+ * for _cleanup_(funcp) on a variable of @type. Whatever func returns is ignored.
+ */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        (void)func(*p);         \
+        }
+
 static inline void freep(void *p) {
         free(*(void **)p);
 }
@@ -49,6 +72,8 @@ static inline void closep(int *fd) {
         if (*fd >= 0)
                 (void)close(*fd);
 }
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)

@@ -74,10 +74,6 @@ ChunkMap *chunkmap_free(ChunkMap *m) {
         return NULL;
 }
 
-void chunkmap_freep(ChunkMap **m) {
-        *m = chunkmap_free(*m);
-}
-
 uint64_t chunkmap_offset(const ChunkMap *m, uint64_t chunk) {
         return chunk * m->chunk_size;
 }

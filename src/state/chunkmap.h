@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 #define CHUNK_SIZE_MIN (UINT32_C(512) << 10) /* the EBS snapshot block size */
 #define CHUNK_SIZE_MAX (UINT32_C(1) << 30)
 #define CHUNK_COUNT_TARGET (UINT64_C(1) << 24) /* keeps the bitmap at 2 MiB up to 8 TiB */
@@ -34,7 +36,7 @@ bool chunk_size_valid(uint64_t chunk_size);
  * 0. */
 int chunkmap_new(ChunkMap **ret, uint64_t size, uint32_t chunk_size);
 ChunkMap *chunkmap_free(ChunkMap *m);
-void chunkmap_freep(ChunkMap **m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ChunkMap *, chunkmap_free)
 
 uint64_t chunkmap_offset(const ChunkMap *m, uint64_t chunk);
 /* chunkmap_range_bytes() - bytes covered by chunks [first, first + count), the short tail included.

@@ -7,7 +7,6 @@
  * flags: 1 complete, 2 used-complete (never both). The CRC (zlib crc32) covers every byte
  * before it. Decoding trusts nothing it has not checked.
  */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,7 +18,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "alloc-util.h"
+#include "fileio.h"
 #include "state.h"
+#include "unaligned.h"
 #include "util.h"
 
 #define STATE_HEADER_SIZE 88u
@@ -55,21 +57,16 @@ HydrateState *state_free(HydrateState *s) {
         return NULL;
 }
 
-void state_freep(HydrateState **s) {
-        *s = state_free(*s);
-}
-
 static int bad_insert(HydrateState *s, size_t at, ByteRange range) {
-        ByteRange *b;
+        int r;
 
         if (s->n_bad >= STATE_BAD_RANGES_MAX)
                 return -E2BIG;
-        b = realloc(s->bad, (s->n_bad + 1) * sizeof(*b));
-        if (!b)
-                return -ENOMEM;
-        memmove(b + at + 1, b + at, (s->n_bad - at) * sizeof(*b));
-        b[at] = range;
-        s->bad = b;
+        r = ARRAY_GROW(s->bad, s->n_bad_allocated, s->n_bad + 1);
+        if (r < 0)
+                return r;
+        memmove(s->bad + at + 1, s->bad + at, (s->n_bad - at) * sizeof(*s->bad));
+        s->bad[at] = range;
         s->n_bad++;
         return 0;
 }
@@ -126,32 +123,29 @@ int state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length) {
         return 0;
 }
 
+/* The codec's cursor: each writes or reads one little-endian field and moves past it. */
 static uint8_t *put_u32(uint8_t *p, uint32_t v) {
-        v = htole32(v);
-        memcpy(p, &v, sizeof(v));
+        unaligned_write_le32(p, v);
         return p + sizeof(v);
 }
 
 static uint8_t *put_u64(uint8_t *p, uint64_t v) {
-        v = htole64(v);
-        memcpy(p, &v, sizeof(v));
+        unaligned_write_le64(p, v);
         return p + sizeof(v);
 }
 
 static uint32_t get_u32(const uint8_t **p) {
-        uint32_t v;
+        uint32_t v = unaligned_read_le32(*p);
 
-        memcpy(&v, *p, sizeof(v));
         *p += sizeof(v);
-        return le32toh(v);
+        return v;
 }
 
 static uint64_t get_u64(const uint8_t **p) {
-        uint64_t v;
+        uint64_t v = unaligned_read_le64(*p);
 
-        memcpy(&v, *p, sizeof(v));
         *p += sizeof(v);
-        return le64toh(v);
+        return v;
 }
 
 static size_t encoded_size(size_t key_len, size_t n_bad, size_t bitmap_bytes) {
@@ -279,9 +273,9 @@ int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
         s->complete = flags & STATE_FLAG_COMPLETE;
         s->used_complete = flags & STATE_FLAG_USED_COMPLETE;
         if (n_bad > 0) {
-                s->bad = calloc(n_bad, sizeof(ByteRange));
-                if (!s->bad)
-                        return -ENOMEM;
+                r = ARRAY_GROW(s->bad, s->n_bad_allocated, n_bad);
+                if (r < 0)
+                        return r;
         }
         for (s->n_bad = 0; s->n_bad < n_bad; s->n_bad++) {
                 s->bad[s->n_bad].offset = get_u64(&p);
@@ -377,9 +371,8 @@ int state_file_verdict(const struct stat *st, uid_t owner) {
 }
 
 static int read_all(int fd, uid_t owner, uint8_t **ret_buf, size_t *ret_size) {
-        _cleanup_free_ uint8_t *buf = NULL;
         struct stat st;
-        size_t have = 0;
+        char *buf;
         int r;
 
         if (fstat(fd, &st) < 0)
@@ -388,22 +381,12 @@ static int read_all(int fd, uid_t owner, uint8_t **ret_buf, size_t *ret_size) {
         r = state_file_verdict(&st, owner);
         if (r < 0)
                 return r;
-        buf = malloc(MAX((size_t)st.st_size, 1u));
-        if (!buf)
-                return -ENOMEM;
-        while (have < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break; /* shrank under us: the decoder rejects the short image */
-                have += (size_t)n;
-        }
-        *ret_buf = TAKE_PTR(buf);
-        *ret_size = have;
+        /* A file that changed size under us is read as it now is: the decoder rejects an image
+         * that is not whole. */
+        r = read_full_fd(fd, STATE_FILE_MAX, &buf, ret_size);
+        if (r < 0)
+                return r;
+        *ret_buf = (uint8_t *)buf;
         return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "chunkmap.h"
+#include "util.h"
 
 #define STATE_MAGIC "EBSHSTAT"
 #define STATE_VERSION 1u
@@ -40,6 +41,7 @@ typedef struct HydrateState {
         ChunkMap *map;
         ByteRange *bad; /* unreadable ranges, sorted, merged */
         size_t n_bad;
+        size_t n_bad_allocated; /* capacity of @bad */
 } HydrateState;
 
 /* state_key_valid() - 1-STATE_KEY_MAX printable ASCII characters, no space or '/', no leading '.'.
@@ -50,7 +52,7 @@ bool state_key_valid(const char *key, size_t len);
 int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logical_block_size,
               uint32_t chunk_size);
 HydrateState *state_free(HydrateState *s);
-void state_freep(HydrateState **s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(HydrateState *, state_free)
 
 /* state_add_bad() - record [offset, offset + length) as unreadable, merging with neighbours. */
 int state_add_bad(HydrateState *s, uint64_t offset, uint64_t length);

@@ -6,7 +6,6 @@
  * state_key_valid()). An oracle written here restates each rule and its error, in the order the
  * headers document them; a device the verdict accepts must also survive the state codec.
  */
-#include <endian.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -19,6 +18,7 @@
 #include "fuzz-util.h"
 #include "parse.h"
 #include "state.h"
+#include "unaligned.h"
 #include "util.h"
 
 /*
@@ -51,33 +51,19 @@ typedef struct Decisions {
         FuzzChunk key;
 } Decisions;
 
-static uint32_t hdr32(const uint8_t *h, size_t at) {
-        uint32_t v;
-
-        memcpy(&v, h + at, sizeof(v));
-        return le32toh(v);
-}
-
-static uint64_t hdr64(const uint8_t *h, size_t at) {
-        uint64_t v;
-
-        memcpy(&v, h + at, sizeof(v));
-        return le64toh(v);
-}
-
 static void decode_input(const uint8_t *data, size_t size, Decisions *ret) {
         uint8_t h[HDR_LEN] = {0};
         FuzzChunk parts[2];
 
         memcpy(h, data, MIN(size, sizeof(h)));
         *ret = (Decisions){
-                .mode = hdr32(h, HDR_MODE),
-                .size = hdr64(h, HDR_SIZE),
-                .lbs = hdr32(h, HDR_LBS),
-                .st.st_mode = hdr32(h, HDR_ST_MODE),
-                .st.st_uid = hdr32(h, HDR_ST_UID),
-                .st.st_size = (off_t)hdr64(h, HDR_ST_SIZE),
-                .euid = hdr32(h, HDR_EUID),
+                .mode = unaligned_read_le32(h + HDR_MODE),
+                .size = unaligned_read_le64(h + HDR_SIZE),
+                .lbs = unaligned_read_le32(h + HDR_LBS),
+                .st.st_mode = unaligned_read_le32(h + HDR_ST_MODE),
+                .st.st_uid = unaligned_read_le32(h + HDR_ST_UID),
+                .st.st_size = (off_t)unaligned_read_le64(h + HDR_ST_SIZE),
+                .euid = unaligned_read_le32(h + HDR_EUID),
         };
         if (size > HDR_LEN)
                 (void)fuzz_split(data + HDR_LEN, size - HDR_LEN, parts, ELEMENTSOF(parts));

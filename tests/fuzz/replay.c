@@ -14,33 +14,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "fuzz-util.h"
 #include "util.h"
 
-/* Reads @path into an exact-size buffer, so that a read past the end is caught as in libFuzzer. */
-static int read_input(const char *path, uint8_t **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ uint8_t *buf = NULL;
-        struct stat st;
-        size_t have = 0;
+#define REPLAY_INPUT_MAX ((size_t)1 << 30)
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
-        buf = malloc(MAX((size_t)st.st_size, 1u));
+/* Reads @path into an exact-size buffer, so that a read past the end is caught as in libFuzzer
+ * (read_full_file_at() leaves room after the end). */
+static int read_input(const char *path, uint8_t **ret, size_t *ret_size) {
+        _cleanup_free_ char *data = NULL;
+        uint8_t *buf;
+        size_t size;
+        int r;
+
+        r = read_full_file_at(AT_FDCWD, path, REPLAY_INPUT_MAX, &data, &size);
+        if (r < 0)
+                return r;
+        buf = malloc(MAX(size, (size_t)1));
         if (!buf)
                 return -ENOMEM;
-        while (have < (size_t)st.st_size) {
-                ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EIO;
-                have += (size_t)n;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_size = have;
+        memcpy(buf, data, size);
+        *ret = buf;
+        *ret_size = size;
         return 0;
 }
 

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sysfs attributes, read one way everywhere: under one root ($EBS_HYDRATE_SYSFS_ROOT, for tests
+ * with a fake tree, else /sys), whole or not at all. A value cut short could pass for another
+ * device's (a model, a serial) or another partition's (a start sector), so it is refused.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The longest attribute read (the kernel's PAGE_SIZE limit on x86); longer is an error, never cut.
+ */
+#define SYSFS_ATTR_MAX 4096
+
+/* sysfs_root() - $EBS_HYDRATE_SYSFS_ROOT if set, else "/sys". */
+const char *sysfs_root(void);
+
+/*
+ * sysfs_read_attr_at() - read the attribute @path, relative to @dir_fd (or AT_FDCWD).
+ * @ret: receives the value, malloc'ed, without its trailing newlines.
+ *
+ * Return: 0; -EFBIG if it is longer than SYSFS_ATTR_MAX bytes; -EBADMSG if it holds a NUL byte;
+ * or the negative errno of opening (-ENOENT if absent) or reading it.
+ */
+int sysfs_read_attr_at(int dir_fd, const char *path, char **ret);
+
+/* sysfs_read_u64_at() - an attribute that is one decimal number ("2048\n"). The errors of
+ * sysfs_read_attr_at(), or -EBADMSG if the value is not a number that fits. */
+int sysfs_read_u64_at(int dir_fd, const char *path, uint64_t *ret);
+
+/* sysfs_read_devnum_at() - an attribute that is a device number ("259:1\n", a block device's
+ * "dev"). The errors of sysfs_read_attr_at(), or -EBADMSG if the value is not MAJ:MIN. */
+int sysfs_read_devnum_at(int dir_fd, const char *path, dev_t *ret);
