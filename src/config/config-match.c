@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc-util.h"
 #include "config-internal.h"
 #include "config.h"
 #include "util.h"
@@ -36,21 +37,20 @@ static const char *const char_classes[] = {
 
 /* Appends each whitespace-separated word of @words to the NULL-terminated list *@l. */
 static int strv_extend_words(char ***l, const char *words) {
-        size_t n = 0;
+        size_t n = 0, allocated;
 
         while (*l && (*l)[n])
                 n++;
+        allocated = *l ? n + 1 : 0; /* at least: an extra grow costs nothing but time */
         for (const char *w = words + strspn(words, WHITESPACE); *w; w += strspn(w, WHITESPACE)) {
                 size_t len = strcspn(w, WHITESPACE);
-                char **grown = reallocarray(*l, n + 2, sizeof(char *));
 
-                if (!grown)
+                if (ARRAY_GROW(*l, allocated, n + 2) < 0)
                         return -ENOMEM;
-                *l = grown;
-                grown[n] = strndup(w, len);
-                if (!grown[n])
+                (*l)[n] = strndup(w, len);
+                if (!(*l)[n])
                         return -ENOMEM;
-                grown[++n] = NULL;
+                (*l)[++n] = NULL;
                 w += len;
         }
         return 0;

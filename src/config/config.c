@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "config-internal.h"
+#include "alloc-util.h"
 #include "config.h"
+#include "fileio.h"
 #include "parse.h"
 #include "util.h"
 
@@ -33,48 +35,13 @@ typedef struct DropIn {
 typedef struct DropInList {
         DropIn *items;
         size_t n;
+        size_t allocated;
 } DropInList;
 
 static char *path_join(const char *dir, const char *name) {
         char *r;
 
         return asprintf(&r, "%s/%s", dir, name) < 0 ? NULL : r;
-}
-
-/* Reads @fd to its end, at most CONFIG_FILE_SIZE_MAX - 1 bytes, NUL-terminated. */
-static int read_fd(int fd, char **ret, size_t *ret_size) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
-
-        for (;;) {
-                ssize_t n;
-
-                if (size >= CONFIG_FILE_SIZE_MAX)
-                        return -EFBIG;
-                if (allocated - size < 2) {
-                        char *grown;
-
-                        /* Room for CONFIG_FILE_SIZE_MAX - 1 bytes, the NUL and one byte more,
-                         * so that a file of the largest size allowed is seen to end. */
-                        allocated = MIN(allocated ? allocated * 2 : 4096, CONFIG_FILE_SIZE_MAX + 1);
-                        grown = realloc(buf, allocated);
-                        if (!grown)
-                                return -ENOMEM;
-                        buf = grown;
-                }
-                n = read(fd, buf + size, allocated - size - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                size += (size_t)n;
-        }
-        buf[size] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
 }
 
 /* Stores "PATH: cannot read: <reason>" in *ret_error; "%m" in @format is @error. Returns @error. */
@@ -163,7 +130,7 @@ static int read_config_file(const char *path, char **ret, size_t *ret_size, char
         if (!S_ISREG(st.st_mode))
                 return fail_read(ret_error, -EBADFD, path, "not a regular file but %s",
                                  file_type_name(st.st_mode));
-        r = st.st_size >= (off_t)CONFIG_FILE_SIZE_MAX ? -EFBIG : read_fd(fd, ret, ret_size);
+        r = st.st_size >= (off_t)CONFIG_FILE_SIZE_MAX ? -EFBIG : read_full_fd(fd, CONFIG_FILE_SIZE_MAX - 1, ret, ret_size);
         if (r < 0)
                 return fail_read(ret_error, r, path, "%m");
         return 1;
@@ -236,12 +203,10 @@ static void dropin_list_done(DropInList *l) {
 }
 
 static int dropin_list_add(DropInList *l, const char *dir, const char *name, size_t priority) {
-        DropIn *grown = reallocarray(l->items, l->n + 1, sizeof(DropIn));
         DropIn *d;
 
-        if (!grown)
+        if (ARRAY_GROW(l->items, l->allocated, l->n + 1) < 0)
                 return -ENOMEM;
-        l->items = grown;
         d = &l->items[l->n];
         *d = (DropIn){.name = strdup(name), .path = path_join(dir, name), .priority = priority};
         if (!d->name || !d->path) {

@@ -16,9 +16,10 @@
 #include "fslayout.h"
 #include "plan.h"
 #include "state.h"
+#include "util.h"
 
-#define HYDRATOR_CHECKPOINT_INTERVAL_USEC (5 * UINT64_C(1000000))
-#define HYDRATOR_CHECKPOINT_MIN_GAP_USEC (20 * UINT64_C(1000))
+#define HYDRATOR_CHECKPOINT_INTERVAL_USEC (5 * USEC_PER_SEC)
+#define HYDRATOR_CHECKPOINT_MIN_GAP_USEC (20 * USEC_PER_MSEC)
 #define HYDRATOR_CHECKPOINT_PERMILLE 5 /* also checkpoint after each 0.5% of the volume */
 /*
  * QueueDepth=auto: the tuner starts at 32 reads, what AWS's fio command uses, so it is never
@@ -31,16 +32,16 @@
 #define HYDRATOR_AUTO_DEPTH_START 32u
 #define HYDRATOR_AUTO_DEPTH_MIN 4u
 #define HYDRATOR_AUTO_DEPTH_MAX 256u
-#define HYDRATOR_TICK_USEC (500 * UINT64_C(1000))
+#define HYDRATOR_TICK_USEC (500 * USEC_PER_MSEC)
 #define HYDRATOR_RETRIES 3
 #define HYDRATOR_FAILURE_STORM 64 /* reads in a row that failed: the device is gone, not bad */
 /* Reads in flight and none completed for this long: the device is stalled (first-touch reads
  * of a cold EBS volume take ~0.1 s, a few seconds when deeply queued). */
-#define HYDRATOR_STALL_USEC (10 * UINT64_C(1000000))
+#define HYDRATOR_STALL_USEC (10 * USEC_PER_SEC)
 /* A state file system that fails every save: said at the first failure, then this often. */
-#define HYDRATOR_SAVE_ERROR_INTERVAL_USEC (60 * UINT64_C(1000000))
-#define HYDRATOR_AIO_RETRY_USEC (5 * UINT64_C(1000000)) /* io_setup: EAGAIN (fs.aio-max-nr) */
-#define HYDRATOR_RETRY_BASE_USEC (100 * UINT64_C(1000)) /* 0.1 s, 0.4 s, 1.6 s */
+#define HYDRATOR_SAVE_ERROR_INTERVAL_USEC (60 * USEC_PER_SEC)
+#define HYDRATOR_AIO_RETRY_USEC (5 * USEC_PER_SEC) /* io_setup: EAGAIN (fs.aio-max-nr) */
+#define HYDRATOR_RETRY_BASE_USEC (100 * USEC_PER_MSEC) /* 0.1 s, 0.4 s, 1.6 s */
 
 typedef enum HydratorPhase {
         HYDRATOR_LOADED, /* state loaded, not started */
@@ -91,7 +92,7 @@ typedef struct HydratorStatus {
 int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const char *key,
                  int state_dir_fd, const HydrateSettings *settings);
 Hydrator *hydrator_free(Hydrator *h);
-void hydrator_freep(Hydrator **h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Hydrator *, hydrator_free)
 
 /*
  * hydrator_set_layout() - plan by what the file systems of the device hold (@layout, or NULL

@@ -24,6 +24,7 @@
 #include "prepare.h"
 #include "progress.h"
 #include "report.h"
+#include "sysfs.h"
 
 typedef struct Run {
         sd_event *event;
@@ -69,7 +70,7 @@ static void draw_bar(Run *run) {
                 return;
         hydrator_get_status(run->hydrator, &st);
         if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
-                st.rate = (uint64_t)((double)st.run_bytes * 1e6 / (double)st.run_usec);
+                st.rate = (uint64_t)((double)st.run_bytes * (double)USEC_PER_SEC / (double)st.run_usec);
         progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
                             st.rate);
         (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
@@ -86,11 +87,11 @@ static void clear_bar(Run *run) {
 
 static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         draw_bar(userdata);
-        (void)sd_event_source_set_time(s, usec + 500 * 1000);
+        (void)sd_event_source_set_time(s, usec + 500 * USEC_PER_MSEC);
         return 0;
 }
 
-#define STATUS_INTERVAL_USEC (2 * UINT64_C(1000000))
+#define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
 
 /* STATUS= for systemctl status; a no-op outside systemd (no $NOTIFY_SOCKET). */
 static void notify_status(Run *run) {
@@ -503,7 +504,7 @@ int manager_run(const Args *a, int *ret_signal) {
          * for its reads), then the device and the state directory it used. */
         _cleanup_(block_device_close) BlockDevice dev = {.fd = -1};
         _cleanup_close_ int dir_fd = -1;
-        _cleanup_(run_done) Run run = {.sysfs_root = getenv("EBS_HYDRATE_SYSFS_ROOT") ?: "/sys"};
+        _cleanup_(run_done) Run run = {.sysfs_root = sysfs_root()};
         DeviceIdentity id;
         HydrateSettings settings;
         char key[STATE_KEY_MAX + 1];

@@ -18,7 +18,7 @@
 
 int prepare_device(const Args *a, const char *sysfs_root, BlockDevice *ret) {
         _cleanup_free_ char *path = NULL, *error = NULL;
-        char whole[64] = "";
+        char whole[KERNEL_NAME_MAX] = "";
         int r;
 
         if (a->device[0] == '\0')

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hydrator's state machine on a fake clock with a fake reader. The clock
+ * (hydrator_now_usec), sd-event's timer calls, the reader and state_save are wrapped at link
+ * time (-Wl,--wrap, tests/CMakeLists.txt): time moves only when a test says so, timers fire in
+ * order as it moves, and each test decides how every read ends. The checkpoint is saved for real
+ * in a temporary directory; the wrapper counts the saves.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "hydrator.h"
+#include "reader.h"
+#include "util.h" /* USEC_PER_SEC, USEC_PER_MSEC */
+
+#define KIB UINT64_C(1024)
+#define MIB (KIB * KIB)
+#define CHUNK (512 * KIB) /* chunk_size_for() of any device here */
+#define T0 (1000 * USEC_PER_SEC)
+#define MAX_IN_FLIGHT 64u
+#define MAX_SUBMITTED 1024u
+
+uint64_t __wrap_hydrator_now_usec(void);
+int __wrap_sd_event_add_time(sd_event *e, sd_event_source **ret, clockid_t clock, uint64_t usec,
+                             uint64_t accuracy, sd_event_time_handler_t callback, void *userdata);
+int __real_sd_event_source_set_time(sd_event_source *s, uint64_t usec);
+int __wrap_sd_event_source_set_time(sd_event_source *s, uint64_t usec);
+int __real_sd_event_source_set_enabled(sd_event_source *s, int enabled);
+int __wrap_sd_event_source_set_enabled(sd_event_source *s, int enabled);
+sd_event_source *__real_sd_event_source_disable_unref(sd_event_source *s);
+sd_event_source *__wrap_sd_event_source_disable_unref(sd_event_source *s);
+int __wrap_reader_new(Reader **ret, sd_event *event, int fd, unsigned depth, uint64_t max_request,
+                      uint32_t alignment, reader_complete_t complete, void *userdata);
+Reader *__wrap_reader_free(Reader *r);
+int __wrap_reader_submit(Reader *r, const ReadRequest *req);
+void __wrap_reader_flush(Reader *r);
+void __wrap_reader_poll(Reader *r);
+unsigned __wrap_reader_busy(const Reader *r);
+unsigned __wrap_reader_in_flight(const Reader *r);
+bool __wrap_reader_idle(const Reader *r);
+int __real_state_save(int dir_fd, const HydrateState *s);
+int __wrap_state_save(int dir_fd, const HydrateState *s);
+
+/* The clock: moves only in advance_to(). */
+static uint64_t fake_now;
+
+uint64_t __wrap_hydrator_now_usec(void) {
+        return fake_now;
+}
+
+/* Timers: what the hydrator asked sd-event for, fired by advance_to(). */
+struct sd_event_source {
+        sd_event_time_handler_t callback;
+        void *userdata;
+        uint64_t usec;
+        int enabled; /* SD_EVENT_OFF or SD_EVENT_ONESHOT: all the hydrator uses */
+        sd_event_source *next;
+};
+static sd_event_source *timers;
+
+static bool fake_timer(const sd_event_source *s) {
+        for (const sd_event_source *t = timers; t; t = t->next)
+                if (t == s)
+                        return true;
+        return false;
+}
+
+int __wrap_sd_event_add_time(sd_event *e, sd_event_source **ret, clockid_t clock, uint64_t usec,
+                             uint64_t accuracy, sd_event_time_handler_t callback, void *userdata) {
+        sd_event_source *s = calloc(1, sizeof(*s));
+
+        assert_non_null(s);
+        assert_int_equal(clock, CLOCK_MONOTONIC);
+        *s = (sd_event_source){callback, userdata, usec, SD_EVENT_ONESHOT, timers};
+        timers = s;
+        *ret = s;
+        return 0;
+}
+
+int __wrap_sd_event_source_set_time(sd_event_source *s, uint64_t usec) {
+        if (!fake_timer(s))
+                return __real_sd_event_source_set_time(s, usec);
+        s->usec = usec;
+        return 0;
+}
+
+int __wrap_sd_event_source_set_enabled(sd_event_source *s, int enabled) {
+        if (!s || !fake_timer(s))
+                return __real_sd_event_source_set_enabled(s, enabled);
+        assert_true(enabled == SD_EVENT_OFF || enabled == SD_EVENT_ONESHOT);
+        s->enabled = enabled;
+        return 0;
+}
+
+sd_event_source *__wrap_sd_event_source_disable_unref(sd_event_source *s) {
+        if (!s || !fake_timer(s))
+                return __real_sd_event_source_disable_unref(s);
+        for (sd_event_source **p = &timers; *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        break;
+                }
+        free(s);
+        return NULL;
+}
+
+/* Fires the timers due up to @t, earliest first, each at its own time; then the clock is @t. */
+static void advance_to(uint64_t t) {
+        assert_true(t >= fake_now);
+        for (;;) {
+                sd_event_source *due = NULL;
+
+                for (sd_event_source *s = timers; s; s = s->next)
+                        if (s->enabled != SD_EVENT_OFF && s->usec <= t &&
+                            (!due || s->usec < due->usec))
+                                due = s;
+                if (!due)
+                        break;
+                fake_now = MAX(fake_now, due->usec);
+                due->enabled = SD_EVENT_OFF;
+                (void)due->callback(due, due->usec, due->userdata);
+        }
+        fake_now = t;
+}
+
+static void advance(uint64_t usec) {
+        advance_to(fake_now + usec);
+}
+
+/* The reader: reads go in flight at reader_flush() and stay there until a test ends them. */
+struct Reader {
+        reader_complete_t complete;
+        void *userdata;
+        unsigned depth;
+        ReadRequest queued[MAX_IN_FLIGHT], in_flight[MAX_IN_FLIGHT];
+        unsigned n_queued, n_in_flight;
+};
+static Reader *reader;
+
+/* Every request handed to the reader, in order, with the time it was. */
+typedef struct Submitted {
+        ReadRequest req;
+        uint64_t usec;
+} Submitted;
+static Submitted submitted[MAX_SUBMITTED];
+static unsigned n_submitted;
+
+int __wrap_reader_new(Reader **ret, sd_event *event, int fd, unsigned depth, uint64_t max_request,
+                      uint32_t alignment, reader_complete_t complete, void *userdata) {
+        Reader *r = calloc(1, sizeof(*r));
+
+        assert_non_null(r);
+        assert_null(reader);
+        assert_true(depth <= MAX_IN_FLIGHT);
+        *r = (Reader){.complete = complete, .userdata = userdata, .depth = depth};
+        *ret = reader = r;
+        return 0;
+}
+
+Reader *__wrap_reader_free(Reader *r) {
+        if (r == reader)
+                reader = NULL;
+        free(r);
+        return NULL;
+}
+
+int __wrap_reader_submit(Reader *r, const ReadRequest *req) {
+        if (r->n_queued + r->n_in_flight >= r->depth)
+                return -EBUSY;
+        assert_true(n_submitted < MAX_SUBMITTED);
+        assert_int_equal(req->offset % CHUNK, 0);
+        r->queued[r->n_queued++] = *req;
+        submitted[n_submitted++] = (Submitted){*req, fake_now};
+        return 0;
+}
+
+void __wrap_reader_flush(Reader *r) {
+        for (unsigned i = 0; i < r->n_queued; i++)
+                r->in_flight[r->n_in_flight++] = r->queued[i];
+        r->n_queued = 0;
+}
+
+void __wrap_reader_poll(Reader *r) {
+}
+
+unsigned __wrap_reader_busy(const Reader *r) {
+        return r->n_queued + r->n_in_flight;
+}
+
+unsigned __wrap_reader_in_flight(const Reader *r) {
+        return r->n_in_flight;
+}
+
+bool __wrap_reader_idle(const Reader *r) {
+        return r->n_queued + r->n_in_flight == 0;
+}
+
+/* Ends the read at @offset with @error (0: read in full), as the real reader's callback does. */
+static void complete_at(uint64_t offset, int error) {
+        for (unsigned i = 0; i < reader->n_in_flight; i++) {
+                ReadRequest req = reader->in_flight[i];
+
+                if (req.offset != offset)
+                        continue;
+                memmove(&reader->in_flight[i], &reader->in_flight[i + 1],
+                        (reader->n_in_flight - i - 1) * sizeof(req));
+                reader->n_in_flight--;
+                reader->complete(reader, &req, error, reader->userdata);
+                return;
+        }
+        fail_msg("no read in flight at byte %" PRIu64, offset);
+}
+
+/* Ends the oldest read in flight. */
+static void complete_first(int error) {
+        assert_true(reader->n_in_flight > 0);
+        complete_at(reader->in_flight[0].offset, error);
+}
+
+/* Ends every read in flight now (not those the completions submit). */
+static void complete_all(int error) {
+        for (unsigned n = reader->n_in_flight; n > 0; n--)
+                complete_first(error);
+}
+
+static unsigned saves;
+
+int __wrap_state_save(int dir_fd, const HydrateState *s) {
+        saves++;
+        return __real_state_save(dir_fd, s);
+}
+
+typedef struct Fixture {
+        char *dir;
+        int dir_fd;
+        sd_event *event;
+        BlockDevice dev;
+        HydrateSettings settings;
+        Hydrator *h;
+        unsigned finished;
+} Fixture;
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        f->dir = fixture_tmpdir("test-hydrator");
+        assert_non_null(f->dir);
+        f->dir_fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(f->dir_fd >= 0);
+        assert_int_equal(sd_event_new(&f->event), 0);
+        f->dev = (BlockDevice){.fd = -1, .path = (char *)"/dev/fake0", .kernel_name = "fake0"};
+        hydrate_settings_init(&f->settings);
+        fake_now = T0;
+        n_submitted = 0;
+        saves = 0;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        hydrator_free(f->h);
+        assert_null(reader);
+        assert_null(timers);
+        sd_event_unref(f->event);
+        close(f->dir_fd);
+        assert_int_equal(rm_rf(f->dir), 0);
+        free(f->dir);
+        free(f);
+        return 0;
+}
+
+static void on_finished(Hydrator *h, void *userdata) {
+        Fixture *f = userdata;
+
+        f->finished++;
+}
+
+/* Starts hydrating a fresh device of @size bytes, @block bytes a read, @depth reads at most. */
+static void start(Fixture *f, uint64_t size, uint64_t block, unsigned depth, uint64_t rate) {
+        f->dev.size = size;
+        f->dev.logical_block_size = 4096;
+        f->settings.block_size = block;
+        f->settings.queue_depth = depth;
+        f->settings.rate_limit = rate;
+        assert_int_equal(hydrator_new(&f->h, f->event, &f->dev, "vol-0123456789abcdef0", f->dir_fd,
+                                      &f->settings),
+                         0);
+        assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
+}
+
+static HydratorStatus status(const Fixture *f) {
+        HydratorStatus st;
+
+        hydrator_get_status(f->h, &st);
+        return st;
+}
+
+static HydratorPhase phase(const Fixture *f) {
+        return status(f).phase;
+}
+
+static bool was_submitted(unsigned from, uint64_t offset, uint64_t length, unsigned attempt) {
+        for (unsigned i = from; i < n_submitted; i++)
+                if (submitted[i].req.offset == offset && submitted[i].req.length == length &&
+                    submitted[i].req.attempt == attempt)
+                        return true;
+        return false;
+}
+
+/* A failed read of two chunks is retried as two reads of one, after the backoff and not before. */
+static void test_hydrator_retry_split(void **state) {
+        Fixture *f = *state;
+        uint64_t failed_usec;
+
+        start(f, 4 * MIB, MIB, 4, 0);
+        assert_int_equal(n_submitted, 4); /* the whole device: 4 reads of 1 MiB */
+        assert_true(was_submitted(0, 0, MIB, 0));
+
+        advance(USEC_PER_MSEC);
+        failed_usec = fake_now;
+        complete_at(0, -EIO);
+        complete_all(0);
+        assert_int_equal(n_submitted, 4);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING); /* the retries are outstanding */
+
+        advance_to(failed_usec + HYDRATOR_RETRY_BASE_USEC - 1);
+        assert_int_equal(n_submitted, 4);
+        advance_to(failed_usec + HYDRATOR_RETRY_BASE_USEC);
+        assert_int_equal(n_submitted, 6);
+        assert_true(was_submitted(4, 0, CHUNK, 1));
+        assert_true(was_submitted(4, CHUNK, CHUNK, 1));
+
+        complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_int_equal(status(f).done_bytes, 4 * MIB);
+        assert_int_equal(status(f).n_bad, 0);
+        assert_int_equal(f->finished, 1);
+}
+
+/* A chunk that keeps failing is tried again after 0.1 s, 0.4 s and 1.6 s, each time not before,
+ * then recorded unreadable; the run ends UNREADABLE with the rest of the device read. */
+static void test_hydrator_retry_backoff(void **state) {
+        Fixture *f = *state;
+        uint64_t backoff = HYDRATOR_RETRY_BASE_USEC;
+        HydratorStatus st;
+
+        start(f, MIB, CHUNK, 1, 0);
+        assert_int_equal(n_submitted, 1);
+        for (unsigned attempt = 1; attempt <= HYDRATOR_RETRIES; attempt++) {
+                uint64_t failed_usec = fake_now;
+                unsigned n;
+
+                complete_at(0, -EIO);
+                if (attempt == 1) /* the second chunk took the free slot */
+                        complete_at(CHUNK, 0);
+                n = n_submitted;
+                advance_to(failed_usec + backoff - 1);
+                assert_int_equal(n_submitted, n);
+                advance_to(failed_usec + backoff);
+                assert_int_equal(n_submitted, n + 1);
+                assert_true(was_submitted(n, 0, CHUNK, attempt));
+                backoff *= 4;
+        }
+        complete_at(0, -EIO);
+
+        st = status(f);
+        assert_int_equal(st.phase, HYDRATOR_UNREADABLE);
+        assert_int_equal(st.n_bad, 1);
+        assert_int_equal(st.bad[0].offset, 0);
+        assert_int_equal(st.bad[0].length, CHUNK);
+        assert_int_equal(st.done_bytes, CHUNK);
+        assert_int_equal(f->finished, 1);
+}
+
+/* HYDRATOR_FAILURE_STORM reads failing in a row end the run (the device is gone, not bad); one
+ * read that succeeds starts the count again. */
+static void test_hydrator_failure_storm(void **state) {
+        Fixture *f = *state;
+
+        start(f, 128 * MIB, CHUNK, 8, 0);
+        for (unsigned i = 1; i < HYDRATOR_FAILURE_STORM; i++)
+                complete_first(-EIO);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+        complete_first(0);
+        for (unsigned i = 1; i < HYDRATOR_FAILURE_STORM; i++)
+                complete_first(-EIO);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+        assert_int_equal(f->finished, 0);
+
+        complete_first(-EIO);
+        assert_int_equal(phase(f), HYDRATOR_FAILED);
+        assert_int_equal(status(f).error, -EIO);
+        assert_int_equal(f->finished, 1);
+}
+
+/* RateLimit=: no more bytes requested than the limit allows (plus one read of burst), however
+ * fast the device completes them; a limit of 0 lifts it at once. */
+static void test_hydrator_rate_limit(void **state) {
+        Fixture *f = *state;
+        const uint64_t rate = 4 * MIB, span = 2 * USEC_PER_SEC;
+        uint64_t bytes = 0;
+
+        start(f, 64 * MIB, MIB, 8, rate);
+        assert_int_equal(n_submitted, 0); /* the bucket starts empty */
+        for (uint64_t t = T0; t <= T0 + span; t += 10 * USEC_PER_MSEC) {
+                advance_to(t);
+                complete_all(0);
+        }
+        for (unsigned i = 0; i < n_submitted; i++)
+                bytes += submitted[i].req.length;
+        assert_true(submitted[0].usec >= T0 + MIB * USEC_PER_SEC / rate);
+        assert_true(bytes <= rate * span / USEC_PER_SEC);
+        assert_true(bytes >= rate * span / USEC_PER_SEC - MIB); /* and it does read */
+
+        hydrator_set_rate_limit(f->h, 0);
+        assert_int_equal(status(f).in_flight, 8);
+}
+
+/* The bucket fills while the reader has no free slot, but holds no more than one read (or a tenth
+ * of a second of the limit): two slots freed at once after a long wait get one read now, and the
+ * next when the limit allows it. */
+static void test_hydrator_rate_burst(void **state) {
+        Fixture *f = *state;
+        const uint64_t rate = 4 * MIB, per_read = MIB * USEC_PER_SEC / rate;
+        unsigned n;
+
+        start(f, 64 * MIB, MIB, 2, rate);
+        advance_to(T0 + 2 * per_read + USEC_PER_MSEC);
+        assert_int_equal(n_submitted, 2);
+        assert_int_equal(status(f).in_flight, 2);
+
+        advance(4 * USEC_PER_SEC);
+        n = n_submitted;
+        complete_all(0);
+        assert_int_equal(n_submitted, n + 1);
+        advance(per_read - USEC_PER_MSEC);
+        assert_int_equal(n_submitted, n + 1);
+        advance(2 * USEC_PER_MSEC);
+        assert_int_equal(n_submitted, n + 2);
+}
+
+/* Reads in flight and none completed for HYDRATOR_STALL_USEC: stalled (and said so), not a tick
+ * before; a completion ends it, and the stall clock starts again from there. */
+static void test_hydrator_stall(void **state) {
+        Fixture *f = *state;
+        uint64_t last;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        advance_to(T0 + HYDRATOR_STALL_USEC - 1);
+        assert_int_equal(status(f).stalled_usec, 0);
+        advance_to(T0 + HYDRATOR_STALL_USEC);
+        assert_int_equal(status(f).stalled_usec, HYDRATOR_STALL_USEC);
+        assert_int_equal(status(f).rate, 0);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING); /* said, nothing else */
+
+        advance(USEC_PER_SEC);
+        complete_first(0);
+        assert_int_equal(status(f).stalled_usec, 0);
+        last = fake_now;
+        advance_to(last + HYDRATOR_STALL_USEC - 1);
+        assert_int_equal(status(f).stalled_usec, 0);
+        advance_to(last + HYDRATOR_STALL_USEC);
+        assert_true(status(f).stalled_usec > 0);
+}
+
+/* While paused nothing is submitted, retries included, and the checkpoint is saved; resuming
+ * submits what waited. Pausing a stopped run is refused. */
+static void test_hydrator_pause_resume(void **state) {
+        Fixture *f = *state;
+        unsigned saved;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        assert_int_equal(n_submitted, 4);
+        saved = saves;
+        assert_int_equal(hydrator_pause(f->h), 0);
+        assert_true(status(f).paused);
+        assert_int_equal(saves, saved + 1);
+
+        complete_at(0, -EIO);
+        complete_all(0);
+        advance(10 * USEC_PER_SEC);
+        assert_int_equal(n_submitted, 4);
+        assert_int_equal(status(f).in_flight, 0);
+
+        assert_int_equal(hydrator_resume(f->h), 0);
+        assert_false(status(f).paused);
+        assert_int_equal(n_submitted, 8);
+        assert_true(was_submitted(4, 0, CHUNK, 1));
+        assert_true(was_submitted(4, CHUNK, CHUNK, 1));
+        assert_int_equal(status(f).in_flight, 4);
+
+        hydrator_stop(f->h);
+        assert_int_equal(phase(f), HYDRATOR_STOPPED);
+        assert_int_equal(hydrator_pause(f->h), -ESTALE);
+        assert_int_equal(hydrator_resume(f->h), -ESTALE);
+}
+
+/* Without progress, the checkpoint is saved every HYDRATOR_CHECKPOINT_INTERVAL_USEC. */
+static void test_hydrator_checkpoint_interval(void **state) {
+        Fixture *f = *state;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        assert_int_equal(saves, 0);
+        advance_to(T0 + HYDRATOR_CHECKPOINT_INTERVAL_USEC - 1);
+        assert_int_equal(saves, 0);
+        advance_to(T0 + HYDRATOR_CHECKPOINT_INTERVAL_USEC);
+        assert_int_equal(saves, 1);
+        advance_to(T0 + 2 * HYDRATOR_CHECKPOINT_INTERVAL_USEC - 1);
+        assert_int_equal(saves, 1);
+        advance_to(T0 + 2 * HYDRATOR_CHECKPOINT_INTERVAL_USEC);
+        assert_int_equal(saves, 2);
+}
+
+/* Between timer saves, one after each HYDRATOR_CHECKPOINT_PERMILLE of the device read. */
+static void test_hydrator_checkpoint_progress(void **state) {
+        Fixture *f = *state;
+        const uint64_t size = 1024 * MIB;
+        const uint64_t per_save = DIV_ROUND_UP(size / 1000 * HYDRATOR_CHECKPOINT_PERMILLE, CHUNK);
+
+        start(f, size, CHUNK, 1, 0);
+        for (unsigned k = 1; k <= 3 * per_save; k++) {
+                advance(30 * USEC_PER_MSEC);
+                complete_first(0);
+                assert_int_equal(saves, k / per_save);
+        }
+        assert_true(fake_now < T0 + HYDRATOR_CHECKPOINT_INTERVAL_USEC);
+}
+
+/* Progress saves are HYDRATOR_CHECKPOINT_MIN_GAP_USEC apart at least, however many reads end. */
+static void test_hydrator_checkpoint_min_gap(void **state) {
+        Fixture *f = *state;
+
+        start(f, 64 * MIB, CHUNK, 8, 0); /* each read is more than a checkpoint step */
+        advance(HYDRATOR_CHECKPOINT_MIN_GAP_USEC);
+        complete_all(0);
+        assert_int_equal(saves, 1);
+        advance(HYDRATOR_CHECKPOINT_MIN_GAP_USEC - 1);
+        complete_first(0);
+        assert_int_equal(saves, 1);
+        advance(1);
+        complete_first(0);
+        assert_int_equal(saves, 2);
+}
+
+static const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hydrator_retry_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_retry_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_failure_storm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_rate_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_rate_burst, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_stall, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_pause_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_interval, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
+};
+
+int main(void) {
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
