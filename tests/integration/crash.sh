@@ -10,10 +10,11 @@
 # Usage: crash.sh CASE PATH-TO-ebs-hydrated PATH-TO-state-dump
 # EBS_HYDRATE_LONG_TESTS=1 crashes hundreds of times instead of the CI-sized few;
 # EBS_HYDRATE_CRASH_SEED=N replays the crash moments of an earlier run (each run prints its seed).
+CASES=(sigkill-loop sigkill-eio power-cut save-fails)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 DUMP=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -302,5 +303,4 @@ case_save_fails() {
     check_complete
 }
 
-"case_${CASE//-/_}"
-echo "PASS: $CASE"
+run_case

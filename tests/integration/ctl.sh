@@ -5,10 +5,11 @@
 # here (DBUS_SYSTEM_BUS_ADDRESS points nowhere), so status and metrics come from the state files;
 # the bus side is covered by the D-Bus tests.
 # Usage: ctl.sh CASE PATH-TO-ebs-hydratectl PATH-TO-ebs-hydrated
+CASES=(status status-by-device status-not-root json metrics forget mismatched usage)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 CTL=$(wrapped "$2")
 DAEMON=$(wrapped "$3")
 STATE="$WORK/state"
@@ -339,5 +340,4 @@ case_usage() {
     assert_contains "$out" "ebs-hydratectl " "version"
 }
 
-"case_${CASE//-/_}"
-echo "PASS: $CASE"
+run_case

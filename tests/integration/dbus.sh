@@ -10,10 +10,11 @@
 #   caller    a bus that lets everyone call: the daemon itself refuses non-root callers
 #   ctl       ebs-hydratectl status/pause/resume/set-rate-limit against the running daemon
 #   name      a second daemon for the same device name cannot start; no bus = a clear error
+CASES=(object policy caller ctl name)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 POLICY=$(realpath "$3")
 CTL=${4:+$(wrapped "$4")}
@@ -364,5 +365,4 @@ case_ctl() {
     echo "hydrated before lifting the limit: $h1 of $SIZE bytes"
 }
 
-"case_${CASE//-/_}"
-echo "PASS: dbus/$CASE"
+run_case dbus/

@@ -11,11 +11,15 @@
 #                                       print its directory (KIND.img, KIND.hot, KIND.offset)
 # Images are cached under $EBS_FSAWARE_CACHE (default /var/tmp/ebs-hydrate-fsaware), keyed by a
 # hash of the code that builds them: writing 2 GiB takes about a minute, a cached run seconds.
+CASES=(used-mode full-order resume-across-phases unpartitioned xfs-mounted xfs-unmounted unknown-fs
+       mbr-overlap)
+[ "${1:-}" = make-image ] || . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
 RIG="$(cd "$HERE/../lab" && pwd)/ebs-rig"
-BLKIO="$(cd "$HERE/../tools" && pwd)/blkio-trace"
+TOOLS="$(cd "$HERE/../tools" && pwd)"
+BLKIO="$TOOLS/blkio-trace"
 CACHE=${EBS_FSAWARE_CACHE:-/var/tmp/ebs-hydrate-fsaware}
 MIB=1048576
 
@@ -49,7 +53,7 @@ build_image() {
     if [ "$kind" = gpt-ext4 ]; then
         # One Linux partition from 1 MiB to the end (less the backup GPT).
         sfdisk -q "$img" <<<$'label: gpt\nstart=2048, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=data' >&2
-        off=$(($(sfdisk -J "$img" | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitiontable"]["partitions"][0]["start"])') * 512))
+        off=$(($(sfdisk -J "$img" | "$TOOLS/json-field.py" partitiontable.partitions.0.start) * 512))
     fi
     # The partition through an offset loop device: needs no partition scanning.
     fsdev=$(losetup -f --show -o "$off" --sizelimit $((size - off - (off ? 1 * MIB : 0))) "$img")
@@ -133,7 +137,6 @@ require_root
 need_tools qemu-storage-daemon qemu-img sfdisk dumpe2fs debugfs mkfs.ext4 e2fsck python3 flock
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 CTL="$(dirname "$DAEMON")/ebs-hydratectl" # wrapped alike, if wrapped
 NAME="fsa-$CASE-$$"
@@ -157,122 +160,8 @@ teardown() {
 trap teardown EXIT
 
 # ---- byte ranges --------------------------------------------------------------------------
-# Range files hold "OFFSET LENGTH" lines, like `ebs-rig map`. ranges OP ... (python3):
-#   union FILE...        merged, sorted
-#   missing NEED HAVE    the parts of NEED that HAVE does not cover
-#   inter A B            the parts of A inside B
-#   bytes FILE...        total bytes of the union
-#   chunks FILE          widened to whole 512 KiB chunks (what a chunk-granular reader reads)
-#   ext4 DUMPE2FS OFF free|used|meta    from `dumpe2fs` output, shifted by OFF bytes
-#   xfs-free FREESP BLOCKSIZE AGBLOCKS  from `xfs_db -c 'freesp -d'` output
-#   xfs-use BLOCKUSE BLOCKSIZE AGBLOCKS TYPE...  the blocks `xfs_db -c blockuse` types as TYPE
-#   fiemap OFF FILEFRAG  extents from `filefrag -v -b1` output (bytes), shifted by OFF
-cat >"$WORK/ranges.py" <<'PY'
-import re, sys
-
-CHUNK = 524288
-
-def read(path):
-    out = []
-    with open(path) as f:
-        for line in f:
-            p = line.split()
-            if len(p) >= 2 and int(p[1]) > 0:
-                out.append((int(p[0]), int(p[0]) + int(p[1])))
-    return out
-
-def merge(rs):
-    out = []
-    for a, b in sorted(rs):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [tuple(r) for r in out]
-
-def missing(need, have):
-    have, out, i = merge(have), [], 0
-    for a, b in merge(need):
-        while i < len(have) and have[i][1] <= a:
-            i += 1
-        j, cur = i, a
-        while j < len(have) and have[j][0] < b:
-            if have[j][0] > cur:
-                out.append((cur, have[j][0]))
-            cur = max(cur, have[j][1])
-            j += 1
-        if cur < b:
-            out.append((cur, b))
-    return out
-
-def show(rs):
-    for a, b in merge(rs):
-        print(a, b - a)
-
-def total(rs):
-    return sum(b - a for a, b in merge(rs))
-
-def ext4(path, off, what):
-    text = open(path).read()
-    bs = int(re.search(r"^Block size:\s+(\d+)", text, re.M).group(1))
-    count = int(re.search(r"^Block count:\s+(\d+)", text, re.M).group(1))
-    free, meta = [], []
-    for m in re.finditer(r"^\s+Free blocks: (.*)$", text, re.M):
-        for item in m.group(1).split(","):
-            item = item.strip()
-            if item:
-                a, _, b = item.partition("-")
-                free.append((int(a), int(b or a) + 1))
-    pat = (r"(superblock|Group descriptors|Reserved GDT blocks|Block bitmap|Inode bitmap|"
-           r"Inode table) at (\d+)(?:-(\d+))?")
-    for m in re.finditer(pat, text):
-        a = int(m.group(2))
-        meta.append((a, int(m.group(3) or a) + 1))
-    rs = {"free": free, "meta": meta, "used": missing([(0, count)], free)}[what]
-    return [(a * bs + off, b * bs + off) for a, b in rs]
-
-op, args = sys.argv[1], sys.argv[2:]
-if op == "union":
-    show([r for p in args for r in read(p)])
-elif op == "missing":
-    show(missing(read(args[0]), read(args[1])))
-elif op == "inter":
-    a = read(args[0])
-    show(missing(a, missing(a, read(args[1]))))
-elif op == "bytes":
-    print(total([r for p in args for r in read(p)]))
-elif op == "chunks":
-    show([(a // CHUNK * CHUNK, -(-b // CHUNK) * CHUNK) for a, b in read(args[0])])
-elif op == "ext4":
-    show(ext4(args[0], int(args[1]), args[2]))
-elif op == "xfs-free":
-    bs, agblocks, rs = int(args[1]), int(args[2]), []
-    for line in open(args[0]):
-        p = line.split()
-        if len(p) == 3 and all(x.isdigit() for x in p):
-            start = (int(p[0]) * agblocks + int(p[1])) * bs
-            rs.append((start, start + int(p[2]) * bs))
-    show(rs)
-elif op == "xfs-use":
-    # "block 65537 (1/1) type btbno": AG 1, block 1 of the AG
-    bs, agblocks, types, rs = int(args[1]), int(args[2]), set(args[3:]), []
-    for line in open(args[0]):
-        m = re.match(r"block \d+ \((\d+)/(\d+)\) type (\S+)", line)
-        if m and m.group(3) in types:
-            start = (int(m.group(1)) * agblocks + int(m.group(2))) * bs
-            rs.append((start, start + bs))
-    show(rs)
-elif op == "fiemap":
-    off, rs = int(args[0]), []
-    for line in open(args[1]):
-        m = re.match(r"\s*\d+:\s*\d+\.\.\s*\d+:\s*(\d+)\.\.\s*(\d+):", line)
-        if m:
-            rs.append((int(m.group(1)) + off, int(m.group(2)) + 1 + off))
-    show(rs)
-else:
-    sys.exit("ranges: unknown op " + op)
-PY
-ranges() { python3 "$WORK/ranges.py" "$@"; }
+# ranges OP ...: byte-range arithmetic over "OFFSET LENGTH" files (tests/tools/ranges.py)
+ranges() { "$TOOLS/ranges.py" "$@"; }
 
 # ---- helpers ------------------------------------------------------------------------------
 
@@ -427,7 +316,7 @@ ctl_says() {
     json=$("$CTL" --state-dir="$STATE" --json status "$NAME" 2>/dev/null) || fail "$4: ebs-hydratectl --json status exited $?"
     table=$("$CTL" --state-dir="$STATE" status "$NAME" 2>/dev/null) || fail "$4: ebs-hydratectl status exited $?"
     echo "$4: $(tail -n 1 <<<"$table")"
-    assert_eq "$(python3 -c 'import json, sys; v = json.load(sys.stdin)["volumes"][0]; print(v["state"], str(v["free_space_cold"]).lower())' <<<"$json")" "$1 $2" "$4: ebs-hydratectl state and free_space_cold"
+    assert_eq "$("$TOOLS/json-field.py" volumes.0.state volumes.0.free_space_cold <<<"$json")" "$1 $2" "$4: ebs-hydratectl state and free_space_cold"
     assert_eq "$(tail -n 1 <<<"$table" | sed 's/.*  //')" "$3" "$4: ebs-hydratectl PHASE"
 }
 
@@ -667,17 +556,7 @@ case_mbr_overlap() {
         $((206 * 1024)) || fail "mkfs.ext4 failed"
     # sfdisk refuses overlapping partitions: the table by hand, Linux [1, 207) and [150, 190) MiB
     # (clear of the ext4's metadata: its journal at 89 MiB, flex group 1's tables at 129 MiB)
-    python3 - "$img" <<'PY' || fail "cannot write the MBR"
-import struct, sys
-sector = bytearray(512)
-sector[440:444] = b"\x12\x34\x56\x78"
-for i, (start, size) in enumerate([(1, 206), (150, 40)]):
-    sector[446 + 16 * i:462 + 16 * i] = struct.pack("<B3sB3sII", 0, b"", 0x83, b"",
-                                                   start * 2048, size * 2048)
-sector[510:512] = b"\x55\xaa"
-with open(sys.argv[1], "r+b") as f:
-    f.write(sector)
-PY
+    "$TOOLS/write-mbr.py" "$img" 1:206 150:40 || fail "cannot write the MBR"
     head -c "$p2_size" /dev/urandom |
         dd of="$img" bs=1M seek=$((p2 / MIB)) iflag=fullblock conv=notrunc status=none
     e2fsck -fn "$img?offset=$MIB" >&2 || fail "the data of partition 2 broke the ext4"
@@ -702,5 +581,4 @@ PY
     ctl_says completed true "done (Mode=used)" "after the used-mode run"
 }
 
-"case_${CASE//-/_}"
-echo "PASS: $CASE"
+run_case

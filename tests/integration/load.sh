@@ -8,10 +8,11 @@
 #               makes do with a smaller depth; when nothing fits, the run waits with a STATUS=
 #               that names the sysctl and starts by itself once there is room.
 # Usage: load.sh CASE PATH-TO-ebs-hydrated
+CASES=(sixteen aio-max-nr)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 RIG="$(cd "$(dirname "$0")/../lab" && pwd)/ebs-rig"
 STATE="$WORK/state"
@@ -103,5 +104,4 @@ case_aio_max_nr() {
     assert_eq "$(tail -n 1 "$log")" "STATUS=a2: hydrated (256.0 MiB)" "final STATUS="
 }
 
-"case_${CASE//-/_}"
-echo "PASS: $CASE"
+run_case

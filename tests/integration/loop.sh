@@ -3,10 +3,14 @@
 # ebs-hydrated against real loop devices: whole-device reads counted by the kernel, resume
 # after SIGKILL, odd sizes, damaged or foreign checkpoints, configuration, and usage errors.
 # Usage: loop.sh CASE PATH-TO-ebs-hydrated
+CASES=(full-read resume-after-kill sigterm-saves stop-signals output-pipes state-fs-full
+       setup-before-start unsavable-state grown-mid-run bar-and-log-lines cli-overrides-config
+       notify udev-helper one-instance-per-volume odd-size corrupt-state mismatched-state disabled
+       bad-usage not-a-device partition)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 STATE="$WORK/state"
 CONF="$WORK/conf"
@@ -512,5 +516,4 @@ case_partition() {
     out=$(expect_exit 0 "whole disk" hydrate --state-key=x "$dev")
 }
 
-"case_${CASE//-/_}"
-echo "PASS: $CASE"
+run_case

@@ -3,10 +3,11 @@
 # ebs-hydrated on the cold-EBS rig (tests/lab/ebs-rig): qemu's copy-on-read overlay is the
 # independent witness of what was really read, so a chunk marked done but never read shows up.
 # Usage: rig.sh CASE PATH-TO-ebs-hydrated
+CASES=(cold-complete cold-resume-after-kill eio vanish hang hang-discovery yield)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 RIG="$(cd "$(dirname "$0")/../lab" && pwd)/ebs-rig"
 NAME="it-$CASE-$$"
@@ -15,7 +16,7 @@ mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
 command -v qemu-storage-daemon >/dev/null || { echo "SKIP: qemu-storage-daemon missing" >&2; exit 77; }
 [ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse" >&2; exit 77; }
 
-trap '"$RIG" unhang "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME-2" >/dev/null 2>&1 || true; cleanup' EXIT
+trap 'stop_listener; "$RIG" unhang "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME-2" >/dev/null 2>&1 || true; cleanup' EXIT
 
 hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" "$@"
@@ -28,6 +29,60 @@ hydrated_bytes() {
 
 overlay_above() { # BYTES
     [ "$(hydrated_bytes)" -gt "$1" ]
+}
+
+# A stand-in for systemd's notify socket at $SOCK: the daemon's messages, one a line, in $LOG.
+SOCK="$WORK/notify.sock"
+LOG="$WORK/notify.log"
+LISTENER=
+
+# start_listener SECONDS: listen on $SOCK for SECONDS (notify-listener.py), as $LISTENER
+start_listener() {
+    python3 "$(dirname "$0")/notify-listener.py" "$SOCK" "$LOG" "$1" &
+    LISTENER=$!
+    wait_for 5 test -S "$SOCK" || fail "notify listener did not start"
+}
+
+stop_listener() {
+    kill "$LISTENER" 2>/dev/null || true
+}
+
+# start_watched DEV: the daemon on DEV in the background as systemd runs it, with the notify
+# socket and a 1 s watchdog (pinged every 0.5 s); its PID in $PID, its output in $WORK/out
+start_watched() {
+    NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 "$DAEMON" --no-bus --state-dir="$STATE" \
+        --config-dir="$WORK" --progress=never --state-key="$NAME" "$1" >"$WORK/out" 2>&1 &
+    PID=$!
+}
+
+# assert_watchdog_beats: the event loop is not stuck behind a stalled device: the watchdog keeps
+# beating (at least 4 WATCHDOG=1 in 3 s)
+assert_watchdog_beats() {
+    local before after
+    before=$(grep -cx 'WATCHDOG=1' "$LOG")
+    sleep 3
+    after=$(grep -cx 'WATCHDOG=1' "$LOG")
+    [ $((after - before)) -ge 4 ] || fail "only $((after - before)) WATCHDOG=1 in 3 s of stall"
+}
+
+# sigterm_stalled STATUS-RE: SIGTERM to $PID while the device hangs: systemd hears STOPPING=1
+# and a last STATUS= matching STATUS-RE (grep) within 2 s, before the process can end
+sigterm_stalled() {
+    kill -TERM "$PID"
+    wait_for 2 grep -qx 'STOPPING=1' "$LOG" || fail "no STOPPING=1 within 2 s of SIGTERM"
+    wait_for 2 grep -q "$1" "$LOG" || fail "no final STATUS= within 2 s of SIGTERM: $(tail -n 2 "$LOG")"
+}
+
+# unhang_and_reap: once the device answers again, $PID ends by the SIGTERM at once
+unhang_and_reap() {
+    local rc=0
+    "$RIG" unhang "$NAME" 2>/dev/null
+    gone() { ! kill -0 "$PID" 2>/dev/null; }
+    wait_for 10 gone || fail "still running 10 s after the device came back"
+    wait "$PID" || rc=$?
+    stop_listener
+    cat "$WORK/out"
+    assert_eq "$rc" 143 "exit status after SIGTERM"
 }
 
 case_cold_complete() {
@@ -70,7 +125,7 @@ case_cold_resume_after_kill() {
 }
 
 case_eio() {
-    local dev out rc bad_sectors="100000 200000" s chunk ranges="" sock log listener ctl before after
+    local dev out rc bad_sectors="100000 200000" s chunk ranges="" ctl before after
     ctl="$(dirname "$DAEMON")/ebs-hydratectl"
     # backing: the faults sit under the overlay, like snapshot blocks that cannot be fetched
     dev=$("$RIG" up "$NAME" --profile warm --size 128M --eio-layer backing \
@@ -80,15 +135,11 @@ case_eio() {
         chunk=$((s * 512 / 524288 * 524288))
         ranges="${ranges:+$ranges, }$chunk-$((chunk + 524287))"
     done
-    sock="$WORK/notify.sock"
-    log="$WORK/notify.log"
-    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 60 &
-    listener=$!
-    for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+    start_listener 60
     rc=0
-    out=$(NOTIFY_SOCKET="$sock" hydrate "$dev" 2>&1) || rc=$?
+    out=$(NOTIFY_SOCKET="$SOCK" hydrate "$dev" 2>&1) || rc=$?
     sleep 0.3
-    kill "$listener"
+    stop_listener
     echo "$out"
     # A distinct exit status: finished, with unreadable ranges.
     assert_eq "$rc" 3 "exit status with unreadable ranges"
@@ -96,7 +147,7 @@ case_eio() {
     assert_contains "$out" "2 unreadable ranges (bytes): $ranges" "summary names the ranges"
     assert_contains "$out" "unreadable after 4 attempts" "log"
     assert_contains "$out" "hydration finished with 2 unreadable ranges (bytes): $ranges" "journal record"
-    assert_eq "$(tail -n 1 "$log")" \
+    assert_eq "$(tail -n 1 "$LOG")" \
         "STATUS=$NAME: finished, 99.2% hydrated (of 128.0 MiB); 2 unreadable ranges (bytes): $ranges" \
         "final STATUS="
     # The error count is in the checkpoint, for ebs-hydratectl and the metrics.
@@ -163,90 +214,51 @@ case_vanish() {
 # libext2fs) is what waits for it, in a thread of its own, while the event loop reports the stall,
 # feeds the watchdog and takes SIGTERM.
 case_hang_discovery() {
-    local dev sock log listener pid rc=0 wd_before wd_after stall_at out
+    local dev stall_at out
     dev=$("$RIG" up "$NAME" --profile seed --size 256M)
-    sock="$WORK/notify.sock"
-    log="$WORK/notify.log"
-    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 120 &
-    listener=$!
-    wait_for 5 test -S "$sock" || fail "notify listener did not start"
+    start_listener 120
     "$RIG" hang "$NAME" 2>/dev/null
     stall_at=$SECONDS
-    NOTIFY_SOCKET="$sock" WATCHDOG_USEC=1000000 "$DAEMON" --no-bus --state-dir="$STATE" \
-        --config-dir="$WORK" --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
-    pid=$!
-    wait_for 5 grep -qx 'READY=1' "$log" || fail "no READY=1 within 5 s: $(cat "$WORK/out")"
-    wait_for 20 grep -q "^STATUS=$NAME: 0.0% hydrated (of 256.0 MiB), mapping the file systems; device stalled, no read completed for" "$log" ||
-        fail "no 'device stalled' STATUS= within 20 s of the hang: $(tail -n 3 "$log"; cat "$WORK/out")"
+    start_watched "$dev"
+    wait_for 5 grep -qx 'READY=1' "$LOG" || fail "no READY=1 within 5 s: $(cat "$WORK/out")"
+    wait_for 20 grep -q "^STATUS=$NAME: 0.0% hydrated (of 256.0 MiB), mapping the file systems; device stalled, no read completed for" "$LOG" ||
+        fail "no 'device stalled' STATUS= within 20 s of the hang: $(tail -n 3 "$LOG"; cat "$WORK/out")"
     echo "stall reported after $((SECONDS - stall_at)) s"
     assert_contains "$(cat "$WORK/out")" "while mapping its file systems: the device looks stalled" "log"
-    wd_before=$(grep -cx 'WATCHDOG=1' "$log")
-    sleep 3
-    wd_after=$(grep -cx 'WATCHDOG=1' "$log")
-    [ $((wd_after - wd_before)) -ge 4 ] || fail "only $((wd_after - wd_before)) WATCHDOG=1 in 3 s of stall"
-    kill -TERM "$pid"
-    wait_for 2 grep -qx 'STOPPING=1' "$log" || fail "no STOPPING=1 within 2 s of SIGTERM"
-    wait_for 2 grep -q "^STATUS=$NAME: stopped while mapping the file systems, nothing read; waiting for the stalled device$" "$log" ||
-        fail "no final STATUS= within 2 s of SIGTERM: $(tail -n 2 "$log")"
-    "$RIG" unhang "$NAME" 2>/dev/null
-    gone() { ! kill -0 "$pid" 2>/dev/null; }
-    wait_for 10 gone || fail "still running 10 s after the device came back"
-    wait "$pid" || rc=$?
-    kill "$listener" 2>/dev/null || true
-    cat "$WORK/out"
-    assert_eq "$rc" 143 "exit status after SIGTERM"
+    assert_watchdog_beats
+    sigterm_stalled "^STATUS=$NAME: stopped while mapping the file systems, nothing read; waiting for the stalled device$"
+    unhang_and_reap
     out=$(hydrate "$dev" 2>&1) || fail "the next run exited $?: $out"
     assert_eq "$(hydrated_bytes)" "$(blockdev --getsize64 "$dev")" "bytes in the overlay"
 }
 
 case_hang() {
-    local dev sock log listener pid rc=0 base pct stall_at wd_before wd_after ctl
+    local dev base pct stall_at ctl out
     ctl="$(dirname "$DAEMON")/ebs-hydratectl"
     dev=$("$RIG" up "$NAME" --profile seed --size 1G)
     base=$(sectors_read "$dev")
-    sock="$WORK/notify.sock"
-    log="$WORK/notify.log"
-    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 120 &
-    listener=$!
-    wait_for 5 test -S "$sock" || fail "notify listener did not start"
-    # As systemd runs it: a notify socket and a 1 s watchdog (pinged every 0.5 s).
-    NOTIFY_SOCKET="$sock" WATCHDOG_USEC=1000000 "$DAEMON" --no-bus --state-dir="$STATE" \
-        --config-dir="$WORK" --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
-    pid=$!
+    start_listener 120
+    start_watched "$dev"
     read_5_percent() { [ $(($(sectors_read "$dev") - base)) -ge $(($(device_sectors "$dev") / 20)) ]; }
     wait_for 60 read_5_percent || fail "5% not read within 60 s"
     "$RIG" hang "$NAME" 2>/dev/null
     stall_at=$SECONDS
     # No read completes from now on: within the stall threshold (10 s) and a status period,
     # STATUS= and the journal say so.
-    wait_for 20 grep -q "^STATUS=$NAME: .*; device stalled, no read completed for" "$log" ||
-        fail "no 'device stalled' STATUS= within 20 s of the hang: $(tail -n 3 "$log")"
-    echo "stall reported after $((SECONDS - stall_at)) s: $(grep -m1 'device stalled' "$log")"
+    wait_for 20 grep -q "^STATUS=$NAME: .*; device stalled, no read completed for" "$LOG" ||
+        fail "no 'device stalled' STATUS= within 20 s of the hang: $(tail -n 3 "$LOG")"
+    echo "stall reported after $((SECONDS - stall_at)) s: $(grep -m1 'device stalled' "$LOG")"
     assert_contains "$(cat "$WORK/out")" "the device looks stalled" "log"
-    # The event loop is not stuck behind the device: the watchdog keeps beating.
-    wd_before=$(grep -cx 'WATCHDOG=1' "$log")
-    sleep 3
-    wd_after=$(grep -cx 'WATCHDOG=1' "$log")
-    [ $((wd_after - wd_before)) -ge 4 ] || fail "only $((wd_after - wd_before)) WATCHDOG=1 in 3 s of stall"
-    pct=$(grep "device stalled" "$log" | tail -n 1 | sed -E 's/^STATUS=[^:]*: ([0-9.]+)% .*/\1/')
+    assert_watchdog_beats
+    pct=$(grep "device stalled" "$LOG" | tail -n 1 | sed -E 's/^STATUS=[^:]*: ([0-9.]+)% .*/\1/')
 
     # SIGTERM: the checkpoint is saved and systemd told at once, although the kernel keeps the
     # process until the device returns the reads it holds.
-    kill -TERM "$pid"
-    wait_for 2 grep -qx 'STOPPING=1' "$log" || fail "no STOPPING=1 within 2 s of SIGTERM"
-    wait_for 2 grep -q "^STATUS=$NAME: stopped at $pct% hydrated (of 1.0 GiB); progress saved; waiting for the stalled device to return [0-9]* reads\?$" "$log" ||
-        fail "no final STATUS= within 2 s of SIGTERM: $(tail -n 2 "$log")"
+    sigterm_stalled "^STATUS=$NAME: stopped at $pct% hydrated (of 1.0 GiB); progress saved; waiting for the stalled device to return [0-9]* reads\?$"
     assert_eq "$("$ctl" --state-dir="$STATE" status "$NAME" --json |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["percent"])')" "$pct" \
         "percent in the state file while the device still holds reads"
-    "$RIG" unhang "$NAME" 2>/dev/null
-    # Once the device answers, the process ends by the signal at once.
-    gone() { ! kill -0 "$pid" 2>/dev/null; }
-    wait_for 10 gone || fail "still running 10 s after the device came back"
-    wait "$pid" || rc=$?
-    kill "$listener" 2>/dev/null || true
-    cat "$WORK/out"
-    assert_eq "$rc" 143 "exit status after SIGTERM"
+    unhang_and_reap
 
     # The next run resumes where the stopped one was.
     out=$(hydrate "$dev" 2>&1) || fail "resumed run exited $?"
@@ -271,15 +283,12 @@ last_status() {
 # daemon give way, say so in STATUS= and its log, and stop once the other I/O is over;
 # --yield=no reads on regardless.
 case_yield() {
-    local dev other sock log listener pid fg rc=0 out
+    local dev other pid fg rc=0 out
     # 2 GiB at 32 MiB/s: a minute of cold reads, more than both runs need.
     dev=$("$RIG" up "$NAME" --profile seed --size 2G --bps 32M)
-    sock="$WORK/notify.sock" log="$WORK/notify.log"
-    python3 "$(dirname "$0")/notify-listener.py" "$sock" "$log" 120 &
-    listener=$!
-    wait_for 5 test -S "$sock" || fail "notify listener did not start"
+    start_listener 120
     # Not the hydrate function: $! must be the daemon itself, for the signal below.
-    NOTIFY_SOCKET="$sock" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+    NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
         --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
     pid=$!
     wait_for 30 overlay_above $((16 << 20)) || fail "16 MiB not hydrated within 30 s"
@@ -287,35 +296,35 @@ case_yield() {
 
     foreground "$dev" 6 &
     fg=$!
-    yielding() { last_status "$log" | grep -q '; yielding to other I/O on the volume$'; }
-    wait_for 5 yielding || fail "STATUS= does not say yielding 5 s into the workload: $(last_status "$log")"
+    yielding() { last_status "$LOG" | grep -q '; yielding to other I/O on the volume$'; }
+    wait_for 5 yielding || fail "STATUS= does not say yielding 5 s into the workload: $(last_status "$LOG")"
     assert_contains "$(cat "$WORK/out")" "other I/O on the device" "log"
     wait "$fg" || true
-    not_yielding() { last_status "$log" | grep -q 'hydrated' && ! yielding; }
+    not_yielding() { last_status "$LOG" | grep -q 'hydrated' && ! yielding; }
     # Its reads stay in the comparison window for 5 s (activity.h), then 5 s without other I/O
     # (tuner.h), then the next STATUS= (every 2 s).
-    wait_for 20 not_yielding || fail "still yielding 20 s after the workload: $(last_status "$log")"
+    wait_for 20 not_yielding || fail "still yielding 20 s after the workload: $(last_status "$LOG")"
 
     # The same workload on another volume of the family (another loop device here, another
     # EBS volume behind the instance's cap on EC2): it yields to that too, and says where.
     other=$("$RIG" up "$NAME-2" --profile warm --size 64M)
     foreground "$other" 6 &
     fg=$!
-    on_others() { last_status "$log" | grep -q '; yielding to other I/O on other volumes$'; }
-    wait_for 5 on_others || fail "STATUS= does not say 'on other volumes' 5 s into the workload on $other: $(last_status "$log")"
+    on_others() { last_status "$LOG" | grep -q '; yielding to other I/O on other volumes$'; }
+    wait_for 5 on_others || fail "STATUS= does not say 'on other volumes' 5 s into the workload on $other: $(last_status "$LOG")"
     assert_contains "$(cat "$WORK/out")" "I/O on $other" "log names the other volume"
     wait "$fg" || true
-    wait_for 20 not_yielding || fail "still yielding 20 s after the other workload: $(last_status "$log")"
+    wait_for 20 not_yielding || fail "still yielding 20 s after the other workload: $(last_status "$LOG")"
     kill -TERM "$pid"
     wait "$pid" || rc=$?
     assert_eq "$rc" 143 "exit status after SIGTERM"
 
     # --yield=no: the same workload changes nothing.
-    : >"$log"
-    NOTIFY_SOCKET="$sock" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+    : >"$LOG"
+    NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
         --progress=never --state-key="$NAME" --yield=no "$dev" >"$WORK/out" 2>&1 &
     pid=$!
-    wait_for 10 grep -q '^STATUS=.*hydrated (' "$log" || fail "no STATUS= from the --yield=no run"
+    wait_for 10 grep -q '^STATUS=.*hydrated (' "$LOG" || fail "no STATUS= from the --yield=no run"
     foreground "$dev" 6 &
     fg=$!
     wait "$fg" || true
@@ -323,13 +332,12 @@ case_yield() {
     kill -TERM "$pid"
     rc=0
     wait "$pid" || rc=$?
-    kill "$listener" 2>/dev/null || true
+    stop_listener
     out=$(cat "$WORK/out")
     echo "$out"
     assert_eq "$rc" 143 "exit status of the --yield=no run after SIGTERM"
     assert_not_contains "$out" "other I/O" "log of the --yield=no run"
-    assert_not_contains "$(grep '^STATUS=' "$log")" "yielding" "STATUS= of the --yield=no run"
+    assert_not_contains "$(grep '^STATUS=' "$LOG")" "yielding" "STATUS= of the --yield=no run"
 }
 
-"case_${CASE//-/_}"
-echo "PASS: $CASE"
+run_case

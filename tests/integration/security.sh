@@ -22,10 +22,12 @@
 #   ctl-not-root    pause, resume, set-rate-limit and forget as nobody: exit 4 and a clear
 #                   message, before the bus is asked and without touching the state directory,
 #                   even one that the file system would let nobody change
+CASES=(state-modes state-symlink state-owner state-odd-files tmp-symlink lock-symlink
+       device-read-only ctl-not-root)
+. "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
-CASE=$1
 DAEMON=$(wrapped "$2")
 DISCOVERY=0
 CTL=$(wrapped "$3")
@@ -336,5 +338,4 @@ case_ctl_not_root() {
     out=$(as_nobody "$CTL" --state-dir="$STATE" status 2>&1) || fail "status as nobody exited $?: $out"
 }
 
-"case_${CASE//-/_}"
-echo "PASS: security/$CASE"
+run_case security/

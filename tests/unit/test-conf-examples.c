@@ -6,7 +6,6 @@
  */
 
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +21,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "fixtures.h"
 #include "test-util.h"
 #include "util.h"
 
@@ -175,12 +175,11 @@ static void parse_examples(Fixture *f) {
 
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof(*f));
-        const char *tmp = getenv("TMPDIR");
 
         if (!f)
                 return -1;
-        f->root = xasprintf("%s/test-conf-examples-XXXXXX", tmp ? tmp : "/tmp");
-        if (!mkdtemp(f->root))
+        f->root = fixture_tmpdir("test-conf-examples");
+        if (!f->root)
                 return -1;
         f->usr = xasprintf("%s/usr", f->root);
         f->etc = xasprintf("%s/etc", f->root);
@@ -191,14 +190,10 @@ static int setup(void **state) {
         return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-        return remove(path);
-}
-
 static int teardown(void **state) {
         Fixture *f = *state;
 
-        (void)nftw(f->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        (void)rm_rf(f->root);
         for (size_t i = 0; i < f->n_examples; i++) {
                 free(f->examples[i].title);
                 free(f->examples[i].path);

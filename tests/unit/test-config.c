@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "fixtures.h"
 #include "test-util.h"
 #include "util.h"
 
@@ -49,12 +49,11 @@ static const MatchTarget dev_g = {
 
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof(*f));
-        const char *tmp = getenv("TMPDIR");
 
         if (!f)
                 return -1;
-        f->root = xasprintf("%s/test-config-XXXXXX", tmp ? tmp : "/tmp");
-        if (!mkdtemp(f->root))
+        f->root = fixture_tmpdir("test-config");
+        if (!f->root)
                 return -1;
         f->usr = xasprintf("%s/" USR, f->root);
         f->etc = xasprintf("%s/" ETC, f->root);
@@ -65,15 +64,10 @@ static int setup(void **state) {
         return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-        (void)chmod(path, 0700); /* undo the permission tests */
-        return remove(path);
-}
-
 static int teardown(void **state) {
         Fixture *f = *state;
 
-        (void)nftw(f->root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        (void)rm_rf(f->root);
         free(f->root);
         free(f->usr);
         free(f->etc);
@@ -95,14 +89,7 @@ static void mkdir_parents(char *path) {
 
 /* Writes @content to ROOT/@relative, creating the directories on the way. */
 static void write_file(const Fixture *f, const char *relative, const char *content) {
-        _cleanup_free_ char *path = fixture_path(f, relative);
-        FILE *fp;
-
-        mkdir_parents(path);
-        fp = fopen(path, "we");
-        assert_non_null(fp);
-        assert_int_equal(fputs(content, fp) >= 0, 1);
-        assert_int_equal(fclose(fp), 0);
+        fixture_write(f->root, relative, content);
 }
 
 static void assert_settings_equal(const HydrateSettings *a, const HydrateSettings *b) {

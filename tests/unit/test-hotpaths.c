@@ -18,37 +18,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fixtures.h"
 #include "hotpaths.h"
 #include "util.h"
 
 typedef struct Fixture {
         char root[64];
 } Fixture;
-
-static void put(const Fixture *f, const char *rel, const char *content) {
-        char path[256];
-        FILE *fp;
-
-        snprintf(path, sizeof(path), "%s/%s", f->root, rel);
-        fp = fopen(path, "we");
-        assert_non_null(fp);
-        assert_true(fputs(content, fp) >= 0);
-        assert_int_equal(fclose(fp), 0);
-}
-
-static void dir(const Fixture *f, const char *rel) {
-        char path[256];
-
-        snprintf(path, sizeof(path), "%s/%s", f->root, rel);
-        assert_int_equal(mkdir(path, 0755), 0);
-}
-
-static void link_to(const Fixture *f, const char *target, const char *rel) {
-        char path[256];
-
-        snprintf(path, sizeof(path), "%s/%s", f->root, rel);
-        assert_int_equal(symlink(target, path), 0);
-}
 
 /* sda (8:0) with sda1 (8:1) at sector 2048, sdb (8:16) with sdb1 (8:17), as sysfs has them. */
 static int setup(void **state) {
@@ -57,33 +33,31 @@ static int setup(void **state) {
         assert_non_null(f);
         snprintf(f->root, sizeof(f->root), "/tmp/test-hotpaths-XXXXXX");
         assert_non_null(mkdtemp(f->root));
-        dir(f, "dev");
-        dir(f, "dev/block");
-        dir(f, "devices");
-        dir(f, "devices/sda");
-        dir(f, "devices/sda/sda1");
-        dir(f, "devices/sdb");
-        dir(f, "devices/sdb/sdb1");
-        put(f, "devices/sda/dev", "8:0\n");
-        put(f, "devices/sda/sda1/dev", "8:1\n");
-        put(f, "devices/sda/sda1/start", "2048\n");
-        put(f, "devices/sdb/dev", "8:16\n");
-        put(f, "devices/sdb/sdb1/dev", "8:17\n");
-        put(f, "devices/sdb/sdb1/start", "34\n");
-        link_to(f, "../../devices/sda", "dev/block/8:0");
-        link_to(f, "../../devices/sda/sda1", "dev/block/8:1");
-        link_to(f, "../../devices/sdb", "dev/block/8:16");
-        link_to(f, "../../devices/sdb/sdb1", "dev/block/8:17");
+        fixture_mkdirs(f->root, "dev");
+        fixture_mkdirs(f->root, "dev/block");
+        fixture_mkdirs(f->root, "devices");
+        fixture_mkdirs(f->root, "devices/sda");
+        fixture_mkdirs(f->root, "devices/sda/sda1");
+        fixture_mkdirs(f->root, "devices/sdb");
+        fixture_mkdirs(f->root, "devices/sdb/sdb1");
+        fixture_write(f->root, "devices/sda/dev", "8:0\n");
+        fixture_write(f->root, "devices/sda/sda1/dev", "8:1\n");
+        fixture_write(f->root, "devices/sda/sda1/start", "2048\n");
+        fixture_write(f->root, "devices/sdb/dev", "8:16\n");
+        fixture_write(f->root, "devices/sdb/sdb1/dev", "8:17\n");
+        fixture_write(f->root, "devices/sdb/sdb1/start", "34\n");
+        fixture_symlink(f->root, "../../devices/sda", "dev/block/8:0");
+        fixture_symlink(f->root, "../../devices/sda/sda1", "dev/block/8:1");
+        fixture_symlink(f->root, "../../devices/sdb", "dev/block/8:16");
+        fixture_symlink(f->root, "../../devices/sdb/sdb1", "dev/block/8:17");
         *state = f;
         return 0;
 }
 
 static int teardown(void **state) {
         Fixture *f = *state;
-        char cmd[128];
 
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(rm_rf(f->root), 0);
         free(f);
         return 0;
 }
@@ -112,7 +86,7 @@ static void test_hotpaths_file_extents(void **state) {
         Fixture *f = *state;
         _cleanup_free_ ByteRange *ranges = NULL;
         char path[256], buf[65536];
-        size_t n = 0;
+        size_t n = 0, allocated = 0;
         uint64_t total = 0;
         int fd, r;
 
@@ -123,7 +97,7 @@ static void test_hotpaths_file_extents(void **state) {
         for (int i = 0; i < 4; i++)
                 assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
         assert_int_equal(fsync(fd), 0); /* no delayed allocation left */
-        r = hotpaths_file_extents(fd, UINT64_C(1) << 40, &ranges, &n);
+        r = hotpaths_file_extents(fd, UINT64_C(1) << 40, &ranges, &n, &allocated);
         (void)close(fd);
         if (r == -EOPNOTSUPP || r == -ENOTTY) {
                 skip(); /* tmpfs and a few others cannot map their files */
@@ -218,16 +192,16 @@ static void test_hotpaths_warns_about_nothing_to_read(void **state) {
         size_t n = 7;
         int fd;
 
-        dir(f, "empty");
-        dir(f, "empty/sub");
+        fixture_mkdirs(f->root, "empty");
+        fixture_mkdirs(f->root, "empty/sub");
         snprintf(fifo, sizeof(fifo), "%s/fifo", f->root);
         assert_int_equal(mkfifo(fifo, 0644), 0);
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", f->root);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_true(fd >= 0);
         assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        link_to(f, "/dev/null", "null");
-        link_to(f, "/nonexistent", "dangling");
+        fixture_symlink(f->root, "/dev/null", "null");
+        fixture_symlink(f->root, "/nonexistent", "dangling");
         snprintf(paths, sizeof(paths), "%s/empty %s/fifo %s/sock %s/null %s/dangling /dev", f->root,
                  f->root, f->root, f->root, f->root);
 
@@ -253,7 +227,7 @@ static void test_hotpaths_warns_about_empty_file(void **state) {
 
         /* On the disk (the file system of the fixture is taken as the disk), but holds nothing:
          * "has no data", or "cannot map" where FIEMAP is not supported. */
-        put(f, "empty-file", "");
+        fixture_write(f->root, "empty-file", "");
         snprintf(paths, sizeof(paths), "%s/empty-file", f->root);
         assert_int_equal(stat(paths, &st), 0);
         log = resolve_logged(paths, st.st_dev, f->root, &n);
@@ -270,8 +244,8 @@ static void test_hotpaths_warnings_escape_paths(void **state) {
         size_t n = 7;
 
         /* A path from hydrate.conf, or a file name in a hot directory, can hold any byte. */
-        dir(f, "hot");
-        put(f, "hot/\x1b]0;owned\x07", "data");
+        fixture_mkdirs(f->root, "hot");
+        fixture_write(f->root, "hot/\x1b]0;owned\x07", "data");
         snprintf(paths, sizeof(paths), "/nonexistent/\x1b[2J %s/hot", f->root);
         log = resolve_logged(paths, makedev(4095, 4095), f->root, &n);
         assert_null(strchr(log, '\x1b'));

@@ -5,7 +5,6 @@
  * device udev cannot know, and filename-safe state keys.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,110 +17,34 @@
 
 #include <cmocka.h>
 
+#include "fixtures.h"
 #include "identity.h"
 
-#define EBS_MODEL_PADDED "Amazon Elastic Block Store              "
-
 typedef struct Fixture {
-        char root[64];
+        char *root;
 } Fixture;
-
-static void write_file(const char *root, const char *rel, const char *content) {
-        char path[512];
-        FILE *f;
-
-        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
-        f = fopen(path, "we");
-        assert_non_null(f);
-        assert_true(fputs(content, f) >= 0);
-        assert_int_equal(fclose(f), 0);
-}
-
-/* Like write_file(), for contents with NUL bytes in them. */
-static void write_bytes(const char *root, const char *rel, const void *content, size_t size) {
-        char path[512];
-        FILE *f;
-
-        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
-        f = fopen(path, "we");
-        assert_non_null(f);
-        assert_int_equal(fwrite(content, 1, size, f), size);
-        assert_int_equal(fclose(f), 0);
-}
-
-static void make_dirs(const char *root, const char *rel) {
-        char path[512];
-
-        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
-        for (char *p = path + strlen(root) + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-                *p = '/';
-        }
-        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-}
-
-static void make_link(const char *root, const char *target, const char *rel) {
-        char path[512];
-
-        assert_true(snprintf(path, sizeof(path), "%s/%s", root, rel) < (int)sizeof(path));
-        assert_int_equal(symlink(target, path), 0);
-}
-
-/*
- * As on a real system, class/block/<name> is a symlink into devices/, and an NVMe namespace's
- * device/ is its controller, where model and serial live; wwid sits on the namespace itself.
- * Names are ones no real udev knows, so identity_resolve() must take the sysfs path.
- */
-static void build_tree(const char *root) {
-        make_dirs(root, "class/block");
-        make_dirs(root, "devices/nvme91/nvme91n1");
-        write_file(root, "devices/nvme91/model", EBS_MODEL_PADDED "\n");
-        write_file(root, "devices/nvme91/serial", "vol0123456789ABCDEF0\n");
-        write_file(root, "devices/nvme91/nvme91n1/wwid", "nvme.1d0f-766f6c-00000001\n");
-        make_link(root, "..", "devices/nvme91/nvme91n1/device");
-        make_link(root, "../../devices/nvme91/nvme91n1", "class/block/nvme91n1");
-
-        make_dirs(root, "devices/nvme92/nvme92n1");
-        write_file(root, "devices/nvme92/model", "QEMU NVMe Ctrl                          \n");
-        write_file(root, "devices/nvme92/serial", "deadbeef            \n");
-        write_file(root, "devices/nvme92/nvme92n1/wwid", "nvme.1b36-6465616462656566-00000001\n");
-        make_link(root, "..", "devices/nvme92/nvme92n1/device");
-        make_link(root, "../../devices/nvme92/nvme92n1", "class/block/nvme92n1");
-
-        make_dirs(root, "class/block/sdzz/device");
-        write_file(root, "class/block/sdzz/device/model", "QEMU HARDDISK   \n");
-        write_file(root, "class/block/sdzz/device/wwid", "t10.ATA     QEMU HARDDISK  QM00001\n");
-
-        make_dirs(root, "class/block/loop991");
-}
 
 static int setup_sysfs(void **state) {
         Fixture *f = calloc(1, sizeof(*f));
 
         if (!f)
                 return -1;
-        strcpy(f->root, "/tmp/test-identity-XXXXXX");
-        if (!mkdtemp(f->root)) {
+        f->root = fixture_tmpdir("test-identity");
+        if (!f->root) {
                 free(f);
                 return -1;
         }
-        build_tree(f->root);
+        fake_sysfs_tree(f->root);
         *state = f;
         return 0;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-        return remove(path);
 }
 
 static int teardown_sysfs(void **state) {
         Fixture *f = *state;
         int r;
 
-        r = nftw(f->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        r = rm_rf(f->root);
+        free(f->root);
         free(f);
         return r;
 }
@@ -178,7 +101,7 @@ static void test_identity_properties_helper_invalid(void **state) {
 
 static void test_identity_properties_model_serial(void **state) {
         IdentityProperties p = {
-                .model = EBS_MODEL_PADDED,
+                .model = FAKE_EBS_MODEL,
                 .serial_short = "vol0123456789abcdef0",
                 .serial = "Amazon Elastic Block Store_vol0123456789abcdef0",
                 .ebs_device_name = "",
@@ -331,19 +254,19 @@ static void test_identity_sysfs_attr_too_long(void **state) {
         DeviceIdentity id;
         char *model;
 
-        make_dirs(f->root, "class/block/nvme94n1/device");
-        write_file(f->root, "class/block/nvme94n1/device/serial", "vol0123456789abcdef0\n");
+        fixture_mkdirs(f->root, "class/block/nvme94n1/device");
+        fixture_write(f->root, "class/block/nvme94n1/device/serial", "vol0123456789abcdef0\n");
 
         /* The longest attribute sysfs can show is read whole. */
         model = padded_model(IDENTITY_SYSFS_ATTR_MAX - 1, "\n");
-        write_file(f->root, "class/block/nvme94n1/device/model", model);
+        fixture_write(f->root, "class/block/nvme94n1/device/model", model);
         free(model);
         assert_int_equal(identity_from_sysfs(f->root, "nvme94n1", &id), 0);
         assert_true(id.is_ebs);
 
         /* One byte more: cut at the limit it would read as the EBS model; it is an error. */
         model = padded_model(IDENTITY_SYSFS_ATTR_MAX, "X\n");
-        write_file(f->root, "class/block/nvme94n1/device/model", model);
+        fixture_write(f->root, "class/block/nvme94n1/device/model", model);
         free(model);
         assert_int_equal(identity_from_sysfs(f->root, "nvme94n1", &id), -EFBIG);
 }
@@ -354,13 +277,14 @@ static void test_identity_sysfs_attr_nul(void **state) {
         Fixture *f = *state;
         DeviceIdentity id;
 
-        make_dirs(f->root, "class/block/nvme95n1/device");
-        write_file(f->root, "class/block/nvme95n1/device/serial", "vol0123456789abcdef0\n");
-        write_bytes(f->root, "class/block/nvme95n1/device/model", model, sizeof(model) - 1);
+        fixture_mkdirs(f->root, "class/block/nvme95n1/device");
+        fixture_write(f->root, "class/block/nvme95n1/device/serial", "vol0123456789abcdef0\n");
+        fixture_write_bytes(f->root, "class/block/nvme95n1/device/model", model, sizeof(model) - 1);
         assert_int_equal(identity_from_sysfs(f->root, "nvme95n1", &id), -EBADMSG);
 
-        write_file(f->root, "class/block/nvme95n1/device/model", EBS_MODEL_PADDED "\n");
-        write_bytes(f->root, "class/block/nvme95n1/device/serial", serial, sizeof(serial) - 1);
+        fixture_write(f->root, "class/block/nvme95n1/device/model", FAKE_EBS_MODEL "\n");
+        fixture_write_bytes(f->root, "class/block/nvme95n1/device/serial", serial,
+                            sizeof(serial) - 1);
         assert_int_equal(identity_from_sysfs(f->root, "nvme95n1", &id), -EBADMSG);
 }
 

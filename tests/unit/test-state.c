@@ -21,6 +21,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
+#include "fixtures.h"
 #include "state.h"
 #include "util.h"
 
@@ -57,13 +58,11 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
         Fixture *f = *state;
-        char cmd[128];
 
         state_free(f->s);
         free(f->buf);
         close(f->dir_fd);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(rm_rf(f->dir), 0);
         free(f);
         return 0;
 }
