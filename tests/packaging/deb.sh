@@ -39,6 +39,8 @@ expected=(
     usr/lib/systemd/catalog/ebs-hydrate.catalog
     usr/lib/sysusers.d/ebs-hydrate.conf
     usr/sbin/ebs-hydrated
+    usr/share/bash-completion/completions/ebs-hydratectl
+    usr/share/bash-completion/completions/ebs-hydrated
     usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf
     usr/share/doc/ebs-hydrate/changelog.gz
     usr/share/doc/ebs-hydrate/copyright

@@ -49,6 +49,8 @@ files=(
     /usr/lib/systemd/catalog/ebs-hydrate.catalog
     /usr/lib/sysusers.d/ebs-hydrate.conf
     /usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf
+    /usr/share/bash-completion/completions/ebs-hydratectl
+    /usr/share/bash-completion/completions/ebs-hydrated
     /usr/lib/ebs-hydrate/hydrate.conf
 )
 man_pages=(man1/ebs-hydratectl.1 man5/ebs-hydrate.conf.5 man8/ebs-hydrated.8 man8/ebs-hydrate-id.8)

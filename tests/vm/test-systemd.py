@@ -193,7 +193,9 @@ PACKAGE_FILES = ("/usr/sbin/ebs-hydrated", "/usr/bin/ebs-hydratectl", "/lib/udev
                  "/usr/lib/systemd/catalog/ebs-hydrate.catalog",
                  "/usr/share/man/man8/ebs-hydrated.8.gz", "/usr/share/man/man1/ebs-hydratectl.1.gz",
                  "/usr/share/man/man5/ebs-hydrate.conf.5.gz",
-                 "/usr/share/man/man8/ebs-hydrate-id.8.gz")
+                 "/usr/share/man/man8/ebs-hydrate-id.8.gz",
+                 "/usr/share/bash-completion/completions/ebs-hydratectl",
+                 "/usr/share/bash-completion/completions/ebs-hydrated")
 
 
 def step_i(m, deb):
