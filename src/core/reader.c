@@ -5,6 +5,7 @@
  * (no kernel resources): what it does not take stays queued, and is retried on the next
  * completion or, when nothing is in flight, from a short timer.
  */
+#include <assert.h>
 #include <errno.h>
 #include <libaio.h>
 #include <stdlib.h>
@@ -261,6 +262,7 @@ int reader_submit(Reader *r, const ReadRequest *req) {
                 return -EBUSY;
 
         s = &r->slots[r->free_slots[--r->n_free]];
+        assert(r->n_inflight <= r->depth - r->n_free); /* a slot is claimed before it is sent */
         s->req = *req;
         s->done = 0;
         slot_prepare(r, s);

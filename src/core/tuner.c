@@ -3,6 +3,8 @@
  * The reader control law described in tuner.h: a throughput hill climb, held to a queueing
  * delay target, that yields to other I/O on the device.
  */
+#include <assert.h>
+
 #include "tuner.h"
 #include "util.h"
 
@@ -98,6 +100,7 @@ void tuner_taint(DepthTuner *t, uint64_t now_usec) {
 static bool set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
         bool changed = depth != t->depth;
 
+        assert(depth >= 1 && depth <= t->max); /* below the minimum only to yield; never none */
         t->mode = mode;
         t->depth = depth;
         t->changes += changed;

@@ -3,6 +3,7 @@
  * Chunk map: two bitmaps (done, busy) over the chunks of a device, with a scan for the next run
  * of chunks still to read. Word-at-a-time scanning keeps a 16 M-chunk map cheap to walk.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,14 +83,18 @@ uint64_t chunkmap_range_bytes(const ChunkMap *m, uint64_t first, uint64_t count)
         uint64_t start = chunkmap_offset(m, first);
         uint64_t end = chunkmap_offset(m, first + count);
 
+        assert(first < m->n_chunks && count > 0);
+
         return MIN(end, m->size) - start;
 }
 
 bool chunkmap_is_done(const ChunkMap *m, uint64_t chunk) {
+        assert(chunk < m->n_chunks);
         return bit_get(m->done, chunk);
 }
 
 bool chunkmap_is_busy(const ChunkMap *m, uint64_t chunk) {
+        assert(chunk < m->n_chunks);
         return bit_get(m->busy, chunk);
 }
 
@@ -103,6 +108,7 @@ uint64_t chunkmap_done_bytes(const ChunkMap *m) {
 
         if (chunkmap_is_done(m, last))
                 bytes -= (uint64_t)m->chunk_size - chunkmap_range_bytes(m, last, 1);
+        assert(bytes <= m->size);
         return bytes;
 }
 
@@ -117,6 +123,7 @@ uint64_t chunkmap_mark_done(ChunkMap *m, uint64_t first, uint64_t count) {
                 bit_set(m->busy, i, false);
         }
         m->n_done += fresh;
+        assert(m->n_done <= m->n_chunks); /* counted once per chunk: "complete" means every one */
         return fresh;
 }
 
