@@ -20,6 +20,7 @@
 #include "config.h"
 #include "ctl-bus.h"
 #include "device.h"
+#include "fileio.h"
 #include "identity.h"
 #include "log.h"
 #include "state.h"
@@ -40,6 +41,7 @@ typedef struct Args {
         bool legend;
         const char *state_dir;
         bool state_dir_given;
+        const char *output; /* metrics --output=FILE */
 } Args;
 
 typedef struct Command {
@@ -71,6 +73,8 @@ static void help(void) {
                "Options:\n"
                "      --json            status as JSON\n"
                "      --no-legend       no table header, and nothing when there are no volumes\n"
+               "      --output=FILE     metrics: replace FILE whole (temporary file, rename)\n"
+               "                        instead of printing\n"
                "      --state-dir=DIR   where the state files are (default %s)\n"
                "  -h, --help            show this help\n"
                "      --version         show the version\n"
@@ -81,7 +85,7 @@ static void help(void) {
                HYDRATE_RATE_LIMIT_SYNTAX, EBS_HYDRATE_STATE_DIR);
 }
 
-enum { ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_STATE_DIR, ARG_VERSION };
+enum { ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_STATE_DIR, ARG_VERSION, ARG_OUTPUT };
 
 /* Returns 1 to run a command, 0 to exit successfully (--help, --version), -EINVAL on bad usage.
  */
@@ -90,6 +94,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 {"json", no_argument, NULL, ARG_JSON},
                 {"no-legend", no_argument, NULL, ARG_NO_LEGEND},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
+                {"output", required_argument, NULL, ARG_OUTPUT},
                 {"help", no_argument, NULL, 'h'},
                 {"version", no_argument, NULL, ARG_VERSION},
                 {},
@@ -107,6 +112,9 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case ARG_STATE_DIR:
                         a->state_dir = optarg;
                         a->state_dir_given = true;
+                        break;
+                case ARG_OUTPUT:
+                        a->output = optarg;
                         break;
                 case 'h':
                         help();
@@ -353,11 +361,32 @@ static int cmd_status(const Args *a, char **args) {
         return flush_stdout();
 }
 
+/* The metrics into @path, replaced whole: node_exporter's textfile collector may read it at any
+ * moment, and must never see half of it. */
+static int write_metrics_file(const VolumeList *l, const char *path) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        int r;
+
+        if (!f)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r = volume_list_print_metrics(f, l);
+        if (fclose(f) != 0 || r < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r = write_file_atomic(path, text, size, 0644);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", path);
+        return 0;
+}
+
 static int cmd_metrics(const Args *a, char **args) {
         _cleanup_(volume_list_freep) VolumeList *l = NULL;
 
         if (collect_volumes(a, &l) < 0)
                 return EXIT_FAILED;
+        if (a->output)
+                return write_metrics_file(l, a->output) < 0 ? EXIT_FAILED : EXIT_OK;
         (void)volume_list_print_metrics(stdout, l); /* write errors: see flush_stdout() */
         return flush_stdout();
 }
@@ -562,6 +591,10 @@ static int dispatch(const Args *a, int argc, char **argv) {
 
                 if (!streq_ptr(c->name, name))
                         continue;
+                if (a->output && c->run != cmd_metrics) {
+                        log_error("--output is for metrics only (see --help)");
+                        return EXIT_USAGE;
+                }
                 if (n_args < c->min_args || n_args > c->max_args) {
                         log_error("Usage: ebs-hydratectl [OPTIONS] %s%s%s (see --help)", name,
                                   c->synopsis[0] ? " " : "", c->synopsis);

@@ -282,9 +282,39 @@ static const Gauge gauges[] = {
          running_value, false},
 };
 
+/* A state set (OpenMetrics' name for it): one sample per value of @label, 1 for the volume's
+ * current value and 0 for the others. */
+typedef struct StateSet {
+        const char *name;
+        const char *help;
+        const char *label;
+        const char *const *values;
+        size_t n_values;
+        const char *(*current)(const VolumeInfo *v);
+} StateSet;
+
 static const char *const metric_states[] = {
         VOLUME_STATE_HYDRATING, VOLUME_STATE_PAUSED,  VOLUME_STATE_COMPLETED,
         VOLUME_STATE_FAILED,    VOLUME_STATE_STOPPED, VOLUME_STATE_MISMATCHED,
+};
+
+static const char *const metric_phases[] = {
+        VOLUME_PHASE_METADATA, VOLUME_PHASE_HOT_PATHS, VOLUME_PHASE_USED,
+        VOLUME_PHASE_FREE,     VOLUME_PHASE_DONE,      VOLUME_PHASE_UNKNOWN,
+};
+
+static const char *state_current(const VolumeInfo *v) {
+        return v->state;
+}
+
+static const StateSet state_sets[] = {
+        {"ebs_hydrate_volume_state",
+         "State of the volume: 1 for the current state, 0 for the others.", "state", metric_states,
+         ELEMENTSOF(metric_states), state_current},
+        {"ebs_hydrate_volume_phase",
+         "Phase of the hydration plan being read (done at the end, unknown when not running "
+         "and not completed): 1 for the current phase, 0 for the others.",
+         "phase", metric_phases, ELEMENTSOF(metric_phases), volume_info_phase},
 };
 
 static void print_label_value(FILE *f, const char *s) {
@@ -310,42 +340,41 @@ static void print_label(FILE *f, const char *sep, const char *name, const char *
         fputc('"', f);
 }
 
-/* name{volume_id="...",device="...",device_name="..."[,state="..."]} value */
-static void print_sample(FILE *f, const char *name, const VolumeInfo *v, const char *state,
-                         uint64_t value) {
+/* name{volume_id="...",device="...",device_name="..."[,label="value"]} sample */
+static void print_sample(FILE *f, const char *name, const VolumeInfo *v, const char *label,
+                         const char *value, uint64_t sample) {
         fputs(name, f);
         print_label(f, "{", "volume_id", v->volume_id);
         print_label(f, ",", "device", v->device);
         print_label(f, ",", "device_name", v->device_name);
-        if (state)
-                print_label(f, ",", "state", state);
-        fprintf(f, "} %" PRIu64 "\n", value);
+        if (label)
+                print_label(f, ",", label, value);
+        fprintf(f, "} %" PRIu64 "\n", sample);
 }
 
 static void print_family(FILE *f, const char *name, const char *help) {
         fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-static bool state_known(const char *state) {
-        for (size_t i = 0; i < ELEMENTSOF(metric_states); i++)
-                if (streq_ptr(state, metric_states[i]))
+static bool state_set_has(const StateSet *set, const char *value) {
+        for (size_t i = 0; i < set->n_values; i++)
+                if (streq_ptr(value, set->values[i]))
                         return true;
         return false;
 }
 
-static void print_state_family(FILE *f, const VolumeList *l) {
-        static const char name[] = "ebs_hydrate_volume_state";
-
-        print_family(f, name, "State of the volume: 1 for the current state, 0 for the others.");
+static void print_state_set(FILE *f, const StateSet *set, const VolumeList *l) {
+        print_family(f, set->name, set->help);
         for (size_t i = 0; i < l->n; i++) {
                 const VolumeInfo *v = &l->items[i];
+                const char *current = set->current(v);
 
-                for (size_t s = 0; s < ELEMENTSOF(metric_states); s++)
-                        print_sample(f, name, v, metric_states[s],
-                                     streq_ptr(v->state, metric_states[s]));
-                /* A state from a newer daemon is shown, not lost. */
-                if (v->state && v->state[0] && !state_known(v->state))
-                        print_sample(f, name, v, v->state, 1);
+                for (size_t s = 0; s < set->n_values; s++)
+                        print_sample(f, set->name, v, set->label, set->values[s],
+                                     streq_ptr(current, set->values[s]));
+                /* A value from a newer daemon is shown, not lost. */
+                if (current && current[0] && !state_set_has(set, current))
+                        print_sample(f, set->name, v, set->label, current, 1);
         }
 }
 
@@ -354,9 +383,10 @@ int volume_list_print_metrics(FILE *f, const VolumeList *l) {
                 print_family(f, gauges[g].name, gauges[g].help);
                 for (size_t i = 0; i < l->n; i++)
                         if (!gauges[g].figure || volume_info_has_figures(&l->items[i]))
-                                print_sample(f, gauges[g].name, &l->items[i], NULL,
+                                print_sample(f, gauges[g].name, &l->items[i], NULL, NULL,
                                              gauges[g].value(&l->items[i]));
         }
-        print_state_family(f, l);
+        for (size_t s = 0; s < ELEMENTSOF(state_sets); s++)
+                print_state_set(f, &state_sets[s], l);
         return ferror(f) ? -EIO : 0;
 }

@@ -29,7 +29,8 @@ int volume_list_print_json(FILE *f, const VolumeList *l);
 /*
  * volume_list_print_metrics() - Prometheus text format 0.0.4: each ebs_hydrate_volume_* gauge
  * family once with # HELP and # TYPE, one sample per volume labelled volume_id, device and
- * device_name; ebs_hydrate_volume_state is one-hot over the states. A volume without figures
- * (a mismatched state file) has only its running and state samples. Returns 0 or -EIO.
+ * device_name; ebs_hydrate_volume_state and ebs_hydrate_volume_phase are one-hot over the
+ * states and the phases (volume_info_phase()). A volume without figures (a mismatched state
+ * file) has only its running, state and phase samples. Returns 0 or -EIO.
  */
 int volume_list_print_metrics(FILE *f, const VolumeList *l);

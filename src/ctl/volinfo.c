@@ -90,6 +90,13 @@ bool volume_info_has_figures(const VolumeInfo *v) {
         return !streq_ptr(v->state, VOLUME_STATE_MISMATCHED);
 }
 
+const char *volume_info_phase(const VolumeInfo *v) {
+        if (v->running)
+                return v->phase && v->phase[0] ? v->phase : VOLUME_PHASE_UNKNOWN;
+        return streq_ptr(v->state, VOLUME_STATE_COMPLETED) ? VOLUME_PHASE_DONE
+                                                           : VOLUME_PHASE_UNKNOWN;
+}
+
 unsigned volume_info_permille(const VolumeInfo *v) {
         if (!volume_info_has_figures(v))
                 return 0; /* not 1000, as 0 of 0 bytes would be */

@@ -24,6 +24,15 @@
 #define VOLUME_STATE_STOPPED "stopped"
 #define VOLUME_STATE_MISMATCHED "mismatched"
 
+/* Phases as the metrics name them: a running daemon's (D-Bus Phase), and "unknown" for what
+ * only a stopped run knew (a state file does not say which stage a run stopped in). */
+#define VOLUME_PHASE_METADATA HYDRATE_BUS_PHASE_METADATA
+#define VOLUME_PHASE_HOT_PATHS HYDRATE_BUS_PHASE_HOT_PATHS
+#define VOLUME_PHASE_USED HYDRATE_BUS_PHASE_USED
+#define VOLUME_PHASE_FREE HYDRATE_BUS_PHASE_FREE
+#define VOLUME_PHASE_DONE HYDRATE_BUS_PHASE_DONE
+#define VOLUME_PHASE_UNKNOWN "unknown"
+
 /* One stage of a running daemon's plan (D-Bus PhaseProgress). */
 typedef struct VolumePhase {
         char *name; /* metadata, hot-paths, used, free, or whatever a newer daemon reports */
@@ -84,6 +93,13 @@ int volume_info_from_state(const char *key, const HydrateState *s, VolumeInfo *r
  * for a mismatched state file.
  */
 bool volume_info_has_figures(const VolumeInfo *v);
+
+/*
+ * volume_info_phase() - the phase of @v for the metrics: a running volume's D-Bus Phase as it is
+ * (also one a newer daemon reports), "unknown" if it reports none; for a volume known from its
+ * state file, "done" if it is completed (also by a Mode=used run), else "unknown".
+ */
+const char *volume_info_phase(const VolumeInfo *v);
 
 /*
  * volume_info_permille() - hydrated share in tenths of a percent, rounded down: 1000 only when

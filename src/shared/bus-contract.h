@@ -38,6 +38,14 @@
 #define HYDRATE_BUS_METHOD_RESUME "Resume"
 #define HYDRATE_BUS_METHOD_SET_RATE_LIMIT "SetRateLimit" /* t: bytes per second, 0 = none */
 
+/* Values of Phase: the stage of the plan being read (plan_stage_to_string(), src/core/plan.c),
+ * then "done". */
+#define HYDRATE_BUS_PHASE_METADATA "metadata"
+#define HYDRATE_BUS_PHASE_HOT_PATHS "hot-paths"
+#define HYDRATE_BUS_PHASE_USED "used"
+#define HYDRATE_BUS_PHASE_FREE "free"
+#define HYDRATE_BUS_PHASE_DONE "done"
+
 /* Values of State. */
 #define HYDRATE_BUS_STATE_HYDRATING "hydrating"
 #define HYDRATE_BUS_STATE_PAUSED "paused"

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Whole-file reads with a size cap: a file is read to its end or not at all, so that nothing
- * decides on the first part of a file it believes whole.
+ * decides on the first part of a file it believes whole. And the converse for writes: a file
+ * replaced whole, so that no reader ever sees part of it.
  */
 #pragma once
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * read_full_fd() - read @fd from its current position to its end.
@@ -24,3 +26,21 @@ int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size);
  * with read_full_fd(). The errno of open(2) is returned as is (-ENOENT for a missing file).
  */
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret, size_t *ret_size);
+
+/*
+ * write_full_fd() - write all @size bytes of @buf to @fd, resuming after short writes (EINTR is
+ * retried). Return: 0 or the negative errno of write(2).
+ */
+int write_full_fd(int fd, const void *buf, size_t size);
+
+/*
+ * write_file_atomic() - replace @path with @size bytes of @buf, so that a reader opens either the
+ * old file or the whole new one. The bytes go to a new temporary file in @path's directory
+ * ("." + the base name + a random suffix, created with O_EXCL), which gets @mode whatever the
+ * umask, is fsync'ed and renamed over @path; then the directory is fsync'ed.
+ *
+ * Return: 0, or the negative errno of the step that failed. The temporary file is gone either
+ * way: a failure leaves @path as it was (or, if only the final fsync of the directory failed,
+ * already replaced).
+ */
+int write_file_atomic(const char *path, const void *buf, size_t size, mode_t mode);

@@ -122,13 +122,16 @@ case_ctl_commands() {
 }
 
 case_ctl_options() {
-    expect "ebs-hydratectl --" --help --json --no-legend --state-dir= --version
+    expect "ebs-hydratectl --" --help --json --no-legend --output= --state-dir= --version
     expect "ebs-hydratectl --st" --state-dir= "compopt -o nospace"
     expect "ebs-hydratectl status --no" --no-legend
     mkdir -p "$WORK/states/a" "$WORK/states/b"
     expect "ebs-hydratectl --state-dir=$WORK/states/" "$WORK/states/a" "$WORK/states/b" \
         "compopt -o filenames"
     expect "ebs-hydratectl --state-dir $WORK/states/b" "$WORK/states/b" "compopt -o filenames"
+    : >"$WORK/states/m.prom"
+    expect "ebs-hydratectl metrics --output=$WORK/states/m" "$WORK/states/m.prom" \
+        "compopt -o filenames"
 }
 
 case_ctl_targets() {

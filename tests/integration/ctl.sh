@@ -176,7 +176,8 @@ text = open(sys.argv[1]).read()
 fams = {f.name: f for f in text_string_to_metric_families(text)}
 gauges = ["ebs_hydrate_volume_size_bytes", "ebs_hydrate_volume_hydrated_bytes",
           "ebs_hydrate_volume_rate_bytes_per_second", "ebs_hydrate_volume_eta_seconds",
-          "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running", "ebs_hydrate_volume_state"]
+          "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running", "ebs_hydrate_volume_state",
+          "ebs_hydrate_volume_phase"]
 assert sorted(fams) == sorted(gauges), sorted(fams)
 for name in gauges:
     assert text.count("# TYPE %s gauge\n" % name) == 1, name
@@ -191,6 +192,8 @@ def values(name):
         assert s.labels["device"] == "" and s.labels["device_name"] == "", s
         if name == "ebs_hydrate_volume_state":
             out[(s.labels["volume_id"], s.labels["state"])] = s.value
+        elif name == "ebs_hydrate_volume_phase":
+            out[(s.labels["volume_id"], s.labels["phase"])] = s.value
         else:
             assert sorted(s.labels) == ["device", "device_name", "volume_id"], s
             out[s.labels["volume_id"]] = s.value
@@ -208,6 +211,10 @@ states = ["hydrating", "paused", "completed", "failed", "stopped", "mismatched"]
 want = {(k, s): 0.0 for k in keys for s in states}
 want[("done1", "completed")] = want[(odd, "completed")] = want[("part1", "stopped")] = 1.0
 assert values("ebs_hydrate_volume_state") == want, values("ebs_hydrate_volume_state")
+phases = ["metadata", "hot-paths", "used", "free", "done", "unknown"]
+want = {(k, p): 0.0 for k in keys for p in phases}
+want[("done1", "done")] = want[(odd, "done")] = want[("part1", "unknown")] = 1.0
+assert values("ebs_hydrate_volume_phase") == want, values("ebs_hydrate_volume_phase")
 print("metrics OK:", len(fams), "families")
 EOF
     grep -qF 'volume_id="odd\"key\\x"' "$WORK/metrics.prom" || fail "label value not escaped"

@@ -31,6 +31,8 @@ dpkg-deb -x "$deb" "$work/root"
 dpkg-deb -e "$deb" "$work/control"
 
 expected=(
+    lib/systemd/system/ebs-hydrate-metrics.service
+    lib/systemd/system/ebs-hydrate-metrics.timer
     lib/systemd/system/ebs-hydrate@.service
     lib/udev/ebs-hydrate-id
     lib/udev/rules.d/90-ebs-hydrate.rules
@@ -89,6 +91,14 @@ has postrm '^\s*udevadm control --reload' "reload the udev rules after removal"
 has postrm '^\s*systemctl --system daemon-reload' "reload systemd after removal"
 has postrm '^\s*udevadm trigger --action=change' "replay udev events so device units forget the instances"
 has postrm '^\s*rm -rf /var/lib/ebs-hydrate$' "remove the state directory on purge"
+has postrm '^\s*rm -f /var/lib/prometheus/node-exporter/ebs-hydrate\.prom$' "remove the metrics file on removal"
+# The metrics timer: enabled and started by the package, stopped on removal (dh_installsystemd).
+has postinst "deb-systemd-helper enable '?ebs-hydrate-metrics\.timer" "enable the metrics timer"
+has postinst "deb-systemd-invoke [^ ]* .*'?ebs-hydrate-metrics\.timer" "start the metrics timer"
+has prerm "deb-systemd-invoke stop .*'?ebs-hydrate-metrics\.timer" "stop the metrics timer on removal"
+has prerm "^\s*deb-systemd-invoke stop .*ebs-hydrate-metrics\.service" "stop a metrics run on removal"
+grep -q '^ExecStart=/usr/bin/ebs-hydratectl metrics --output=' "$work/root/lib/systemd/system/ebs-hydrate-metrics.service" ||
+    bad "the metrics service's ExecStart= is not /usr/bin/ebs-hydratectl metrics --output="
 # The reloads and the trigger come after the user exists: the trigger can start an instance.
 if [[ -f $work/control/postinst ]]; then
     user_line=$(grep -En '^\s*systemd-sysusers' "$work/control/postinst" | head -n 1 | cut -d: -f1)

@@ -46,6 +46,9 @@ files=(
     /usr/lib/udev/ebs-hydrate-id
     /usr/lib/udev/rules.d/90-ebs-hydrate.rules
     /usr/lib/systemd/system/ebs-hydrate@.service
+    /usr/lib/systemd/system/ebs-hydrate-metrics.service
+    /usr/lib/systemd/system/ebs-hydrate-metrics.timer
+    /usr/lib/systemd/system-preset/50-ebs-hydrate.preset
     /usr/lib/systemd/catalog/ebs-hydrate.catalog
     /usr/lib/sysusers.d/ebs-hydrate.conf
     /usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf
@@ -111,6 +114,7 @@ expect_script() { # TAG ERE WHAT
 }
 expect_script PREIN 'useradd .*ebs-hydrate|systemd-sysusers' "the creation of user ebs-hydrate"
 expect_script POSTIN '(preset|install-system-units) +ebs-hydrate@\.service' "%systemd_post ebs-hydrate@.service"
+expect_script POSTIN '(preset|install-system-units) +.*ebs-hydrate-metrics\.timer' "%systemd_post ebs-hydrate-metrics.timer"
 expect_script POSTIN '\[ -d /run/systemd/system \]' "the check that systemd is running"
 expect_script POSTIN 'udevadm control --reload' "udevadm control --reload"
 expect_script POSTIN 'ReloadConfig|reload dbus' "the D-Bus configuration reload"
@@ -118,6 +122,8 @@ expect_script POSTIN 'udevadm trigger .*--action=change.*ID_MODEL="?Amazon Elast
     "udevadm trigger --action=change of the EBS disks"
 expect_script PREUN "systemctl stop '?ebs-hydrate@\\*\\.service" "systemctl stop 'ebs-hydrate@*.service'"
 expect_script PREUN '(disable|remove-system-units).*ebs-hydrate@\.service' "%systemd_preun ebs-hydrate@.service"
+expect_script PREUN '(disable|remove-system-units).*ebs-hydrate-metrics\.timer' "%systemd_preun ebs-hydrate-metrics.timer"
+expect_script POSTUN 'rm -f /var/lib/prometheus/node-exporter/ebs-hydrate\.prom' "the removal of the metrics file on erase"
 expect_script POSTUN 'systemctl daemon-reload|systemd-update-helper' "systemctl daemon-reload"
 expect_script POSTUN "try-restart '?ebs-hydrate@\\*\\.service" "the restart of running instances on upgrade"
 expect_script POSTUN 'udevadm control --reload' "udevadm control --reload on erase"
@@ -154,7 +160,9 @@ fi
 run_scriptlet() { # TAG ARG STUB_RC SYSTEMD(yes|no) -> $rc, $tmp/calls, $tmp/stderr
     local running=$sandbox/systemd-running
     [ "$4" = yes ] || running=$sandbox/no-such-dir
+    mkdir -p "$sandbox/textfile"
     sed -e "s|/run/systemd/system|$running|g" \
+        -e "s|/var/lib/prometheus/node-exporter|$sandbox/textfile|g" \
         -e "s|/usr/lib/systemd/systemd-update-helper|$sandbox/bin/systemd-update-helper|g" \
         "$tmp/$1" >"$sandbox/script"
     : >"$tmp/calls"
@@ -186,6 +194,11 @@ if [ "$sandboxed" = 1 ]; then
         fail "run: POSTIN (install) printed although every step succeeded: $(cat "$tmp/stderr")"
     else
         ok "run: POSTIN (install) reloads udev and D-Bus, then triggers the EBS disks"
+    fi
+    if called '^systemctl start ebs-hydrate-metrics\.timer'; then
+        ok "run: POSTIN (install) starts the metrics timer that the preset enabled"
+    else
+        fail "run: POSTIN (install) did not start the metrics timer (calls: $(tr '\n' ';' <"$tmp/calls"))"
     fi
 
     run_scriptlet POSTIN 1 1 yes
@@ -233,7 +246,11 @@ if [ "$sandboxed" = 1 ]; then
     else
         ok "run: POSTUN (upgrade) reloads systemd and restarts running instances"
     fi
+    echo stale >"$sandbox/textfile/ebs-hydrate.prom"
+    run_scriptlet POSTUN 1 0 yes
+    [ -e "$sandbox/textfile/ebs-hydrate.prom" ] || fail "run: POSTUN (upgrade) removed the metrics file"
     run_scriptlet POSTUN 0 1 yes
+    [ ! -e "$sandbox/textfile/ebs-hydrate.prom" ] || fail "run: POSTUN (erase) left the metrics file"
     if [ $rc -ne 0 ] || ! called '^udevadm control --reload'; then
         fail "run: POSTUN (erase) with failing steps: exit $rc, calls: $(tr '\n' ';' <"$tmp/calls")"
     else

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Whole-file reads (fileio.h): to the end or not at all, under a cap, from files and pipes; and
+/* Whole-file reads (fileio.h): to the end or not at all, under a cap, from files and pipes;
+ * whole-file replacement through a temporary file that never outlives the call; and
  * sysfs attributes (sysfs.h), read on them: one root ($EBS_HYDRATE_SYSFS_ROOT), values whole or
  * refused, numbers and device numbers. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -10,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -57,6 +60,73 @@ static char *pattern(size_t size) {
                 p[i] = (char)('a' + (i * 7 + i / 251) % 26);
         p[size] = '\0';
         return p;
+}
+
+/* The names in @dir, sorted, one a line. */
+static char *dir_listing(const char *dir) {
+        struct dirent **names = NULL;
+        char *out = calloc(1, 4096);
+        int n = scandir(dir, &names, NULL, alphasort);
+
+        assert_non_null(out);
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+                if (strcmp(names[i]->d_name, ".") != 0 && strcmp(names[i]->d_name, "..") != 0) {
+                        strncat(out, names[i]->d_name, 4095 - strlen(out));
+                        strncat(out, "\n", 4095 - strlen(out));
+                }
+                free(names[i]);
+        }
+        free(names);
+        return out;
+}
+
+/* A new file, then a replacement: mode as asked under any umask, content whole, no temporary
+ * left behind, and a reader of the old file keeps the old content (a rename, not a rewrite). */
+static void test_fileio_write_atomic(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *path = NULL, *content = pattern(70000), *buf = NULL, *list = NULL;
+        _cleanup_close_ int old_fd = -1;
+        mode_t old_umask = umask(0077);
+        struct stat st;
+        char head[4] = "";
+
+        assert_true(asprintf(&path, "%s/out.prom", f->root) > 0);
+        assert_int_equal(write_file_atomic(path, "old\n", 4, 0644), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0644);
+        old_fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(old_fd >= 0);
+
+        assert_int_equal(write_file_atomic(path, content, 70000, 0644), 0);
+        (void)umask(old_umask);
+        assert_int_equal(read_full_file_at(f->dir_fd, "out.prom", 100000, &buf, NULL), 0);
+        assert_memory_equal(buf, content, 70000);
+        assert_int_equal(read(old_fd, head, 3), 3);
+        assert_memory_equal(head, "old", 3);
+        list = dir_listing(f->root);
+        assert_string_equal(list, "out.prom\n");
+}
+
+/* Failures: an error, the target as it was, and no temporary file left. */
+static void test_fileio_write_atomic_fails_clean(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *missing = NULL, *onto_dir = NULL, *list = NULL;
+
+        assert_true(asprintf(&missing, "%s/nodir/out.prom", f->root) > 0);
+        assert_int_equal(write_file_atomic(missing, "x\n", 2, 0644), -ENOENT);
+        assert_int_equal(mkdirat(f->dir_fd, "sub", 0755), 0);
+        fixture_write(f->root, "sub/keep", "");
+        assert_true(asprintf(&onto_dir, "%s/sub", f->root) > 0);
+        assert_true(write_file_atomic(onto_dir, "x\n", 2, 0644) < 0); /* a file over a directory */
+        list = dir_listing(f->root);
+        assert_string_equal(list, "sub\n");
+        free(list);
+        list = dir_listing(onto_dir);
+        assert_string_equal(list, "keep\n");
+        assert_int_equal(write_file_atomic("/", "x\n", 2, 0644), -EISDIR);
+        assert_int_equal(unlinkat(f->dir_fd, "sub/keep", 0), 0);
+        assert_int_equal(unlinkat(f->dir_fd, "sub", AT_REMOVEDIR), 0);
 }
 
 static void test_fileio_empty_file(void **state) {
@@ -293,6 +363,9 @@ static void test_fileio_sysfs_devnum(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_fileio_empty_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fileio_write_atomic, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fileio_write_atomic_fails_clean, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_fileio_whole_file, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fileio_cap_exceeded, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fileio_cap_zero, setup, teardown),

@@ -2,7 +2,7 @@
 /*
  * ebs-hydratectl's volume records: built from a state file, merged with running instances,
  * filtered by target, and rendered as a table, as JSON (parsed back with json-c) and as
- * Prometheus metrics (escaping, one-hot state).
+ * Prometheus metrics (escaping, one-hot state and phase).
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -444,6 +444,82 @@ static void test_volinfo_mismatched_output(void **state) {
                                         "device_name=\"\",state=\"mismatched\"} 0\n"));
 }
 
+/* The phase's state set: a running volume's D-Bus Phase, else "done" for a completed volume
+ * (Mode=used too) and "unknown" for the rest. */
+static void test_volinfo_metrics_phase(void **state) {
+        VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "sdg"),
+                              stored_volume("vol-0aaaaaaaaaaaaaaaa", false),
+                              stored_volume("vol-0cccccccccccccccc", true),
+                              stored_volume("vol-0dddddddddddddddd", false),
+                              running_volume("vol-0eeeeeeeeeeeeeeee", "nvme3n1", ""),
+                              copied_volume("b1", "a1")};
+        _cleanup_(volume_list_freep) VolumeList *l = NULL;
+        _cleanup_free_ char *text = NULL, *phase_lines = NULL, *help = NULL, *type = NULL;
+
+        free(items[3].state); /* finished by Mode=used: free space left cold */
+        items[3].state = strdup("completed");
+        assert_non_null(items[3].state);
+        items[3].free_space_cold = true;
+        free(items[4].phase); /* an older daemon, or none reported yet */
+        items[4].phase = strdup("");
+        assert_non_null(items[4].phase);
+        assert_string_equal(volume_info_phase(&items[0]), "used");
+        assert_string_equal(volume_info_phase(&items[1]), "unknown");
+        assert_string_equal(volume_info_phase(&items[2]), "done");
+        assert_string_equal(volume_info_phase(&items[3]), "done");
+        assert_string_equal(volume_info_phase(&items[4]), "unknown");
+        assert_string_equal(volume_info_phase(&items[5]), "unknown");
+
+        l = list_of(items, ELEMENTSOF(items));
+        text = render(volume_list_print_metrics, l);
+        phase_lines = lines_starting(text, "ebs_hydrate_volume_phase{volume_id=\"vol-0bbb");
+        help = lines_starting(text, "# HELP ebs_hydrate_volume_phase ");
+        type = lines_starting(text, "# TYPE ebs_hydrate_volume_phase ");
+        assert_string_equal(type, "# TYPE ebs_hydrate_volume_phase gauge\n");
+        assert_non_null(strstr(help, "# HELP ebs_hydrate_volume_phase "));
+        assert_null(strstr(help + 1, "# HELP"));
+        assert_string_equal(phase_lines,
+                            "ebs_hydrate_volume_phase{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",phase=\"metadata\"} 0\n"
+                            "ebs_hydrate_volume_phase{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",phase=\"hot-paths\"} 0\n"
+                            "ebs_hydrate_volume_phase{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",phase=\"used\"} 1\n"
+                            "ebs_hydrate_volume_phase{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",phase=\"free\"} 0\n"
+                            "ebs_hydrate_volume_phase{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",phase=\"done\"} 0\n"
+                            "ebs_hydrate_volume_phase{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                            "device=\"/dev/nvme2n1\",device_name=\"sdg\",phase=\"unknown\"} 0\n");
+        assert_non_null(strstr(text, "ebs_hydrate_volume_phase{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
+                                     "device=\"\",device_name=\"\",phase=\"unknown\"} 1\n"));
+        assert_non_null(strstr(text, "ebs_hydrate_volume_phase{volume_id=\"vol-0aaaaaaaaaaaaaaaa\","
+                                     "device=\"\",device_name=\"\",phase=\"done\"} 0\n"));
+        assert_non_null(strstr(text, "ebs_hydrate_volume_phase{volume_id=\"vol-0cccccccccccccccc\","
+                                     "device=\"\",device_name=\"\",phase=\"done\"} 1\n"));
+        assert_non_null(strstr(text, "ebs_hydrate_volume_phase{volume_id=\"vol-0dddddddddddddddd\","
+                                     "device=\"\",device_name=\"\",phase=\"done\"} 1\n"));
+        assert_non_null(strstr(text,
+                               "ebs_hydrate_volume_phase{volume_id=\"vol-0eeeeeeeeeeeeeeee\","
+                               "device=\"/dev/nvme3n1\",device_name=\"\",phase=\"unknown\"} 1\n"));
+        /* A mismatched file's contents are another volume's: its phase is not known. */
+        assert_non_null(strstr(text, "ebs_hydrate_volume_phase{volume_id=\"b1\",device=\"\","
+                                     "device_name=\"\",phase=\"unknown\"} 1\n"));
+        assert_non_null(strstr(text, "ebs_hydrate_volume_phase{volume_id=\"b1\",device=\"\","
+                                     "device_name=\"\",phase=\"done\"} 0\n"));
+        /* Exactly one 1 per volume. */
+        for (size_t i = 0; i < l->n; i++) {
+                char prefix[128];
+                _cleanup_free_ char *mine = NULL;
+
+                snprintf(prefix, sizeof(prefix), "ebs_hydrate_volume_phase{volume_id=\"%s\"",
+                         l->items[i].volume_id);
+                mine = lines_starting(text, prefix);
+                assert_non_null(strstr(mine, "} 1\n"));
+                assert_null(strstr(strstr(mine, "} 1\n") + 1, "} 1\n"));
+        }
+}
+
 static void test_volinfo_metrics_escaping(void **state) {
         VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "a\"b\\c\nd")};
         _cleanup_(volume_list_freep) VolumeList *l = list_of(items, 1);
@@ -451,7 +527,11 @@ static void test_volinfo_metrics_escaping(void **state) {
 
         free(l->items[0].state);
         l->items[0].state = strdup("resting"); /* from a newer daemon: kept, as 1 */
+        free(l->items[0].phase);
+        l->items[0].phase = strdup("trim"); /* likewise */
         text = render(volume_list_print_metrics, l);
+        assert_non_null(strstr(text, ",phase=\"trim\"} 1\n"));
+        assert_non_null(strstr(text, ",phase=\"unknown\"} 0\n"));
         assert_non_null(strstr(text,
                                "ebs_hydrate_volume_size_bytes{volume_id=\"vol-0bbbbbbbbbbbbbbbb\""
                                ",device=\"/dev/nvme2n1\",device_name=\"a\\\"b\\\\c\\nd\"} "
@@ -551,6 +631,7 @@ int main(void) {
                 cmocka_unit_test(test_volinfo_json_empty),
                 cmocka_unit_test(test_volinfo_metrics),
                 cmocka_unit_test(test_volinfo_metrics_escaping),
+                cmocka_unit_test(test_volinfo_metrics_phase),
                 cmocka_unit_test(test_volinfo_mismatched_output),
                 cmocka_unit_test(test_volinfo_table),
                 cmocka_unit_test(test_volinfo_table_paused_and_empty),

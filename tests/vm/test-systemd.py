@@ -12,6 +12,10 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
   b2  the D-Bus object's properties (root and non-root), methods root-only
   b3  Pause over D-Bus stops the reads (the rig's overlay stops growing), Resume restarts them
   b4  ebs-hydratectl status --json reports the volume
+  m   the metrics timer the package enabled: without node_exporter's textfile directory each
+      run of its service is skipped (condition), nothing fails, nothing is logged, and the
+      timer goes on firing; once the directory exists, the timer alone writes
+      ebs-hydrate.prom there, whole (no temporary file), with the running volume's series
   c1  after completion the unit is active (exited) and its STATUS says hydrated
   c2  the journal has the "hydration complete" record with VOLUME_ID= and DEVICE=
   c3  the rig's independent measure: the whole volume was read
@@ -29,7 +33,8 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
       STATUS=, D-Bus Yielding and ebs-hydratectl say "yielding", which ends after the reader
       does; with a Yield=no drop-in and a restart the same reader changes nothing
   f   dpkg --purge while a hot-plugged third volume hydrates: no instance, process, bus name,
-      unit, rule or state is left, and a new udev event on the volume starts nothing
+      unit, rule, state or metrics file is left, and a new udev event on the volume starts
+      nothing
 
 Every step runs even if an earlier one failed (where it can); the summary lists each.
 
@@ -188,6 +193,8 @@ PACKAGE = "ebs-hydrate"
 # What the package must put in place (Debian 12 paths: units and rules under /lib).
 PACKAGE_FILES = ("/usr/sbin/ebs-hydrated", "/usr/bin/ebs-hydratectl", "/lib/udev/ebs-hydrate-id",
                  "/lib/udev/rules.d/90-ebs-hydrate.rules", "/lib/systemd/system/ebs-hydrate@.service",
+                 "/lib/systemd/system/ebs-hydrate-metrics.service",
+                 "/lib/systemd/system/ebs-hydrate-metrics.timer",
                  "/usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf",
                  "/usr/lib/ebs-hydrate/hydrate.conf", "/usr/lib/sysusers.d/ebs-hydrate.conf",
                  "/usr/lib/systemd/catalog/ebs-hydrate.catalog",
@@ -291,6 +298,82 @@ def step_b2(m):
     rc, out, err = bus_call(m, vol, "Pause", as_nobody=True)
     check(rc != 0, "a non-root user may not call Pause", err.strip())
     check(bus_get(m, vol, "State") == "hydrating", "... and the volume is still hydrating")
+
+
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"  # Debian's prometheus-node-exporter
+METRICS_UNIT = "ebs-hydrate-metrics"
+
+
+def metrics_props(m, unit):
+    out = m.succeed("systemctl show -p ActiveState,Result,ConditionResult,LastTriggerUSec,"
+                    "NextElapseUSecRealtime,UnitFileState %s" % unit)
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def step_m(m):
+    vol = VOL_A
+    timer, service = METRICS_UNIT + ".timer", METRICS_UNIT + ".service"
+    rc, out, _ = m.run("test -e %s" % TEXTFILE_DIR)
+    check(rc != 0, "the guest has no node_exporter textfile directory yet")
+    t = metrics_props(m, timer)
+    check(t["UnitFileState"] == "enabled" and t["ActiveState"] == "active",
+          "the package enabled and started %s" % timer, str(t))
+    since = m.succeed("date '+%Y-%m-%d %H:%M:%S'").strip()
+    # Without the directory: a start is skipped by the condition, not failed.
+    m.succeed("systemctl start %s" % service)
+    p = metrics_props(m, service)
+    check(p["ConditionResult"] == "no" and p["Result"] == "success"
+          and p["ActiveState"] == "inactive",
+          "without %s, %s is skipped by its condition" % (TEXTFILE_DIR, service), str(p))
+    # ... and the timer goes on firing (it counts by the clock, not from the last activation).
+    last = t["LastTriggerUSec"]
+    m.wait_until_succeeds("[ \"$(systemctl show -p LastTriggerUSec --value %s)\" != '%s' ]"
+                          % (timer, last), 40)
+    t, p = metrics_props(m, timer), metrics_props(m, service)
+    check(t["ActiveState"] == "active" and t["NextElapseUSecRealtime"] not in ("", "0"),
+          "%s fired while skipped, and is due again" % timer, str(t))
+    check(p["ConditionResult"] == "no" and p["Result"] == "success",
+          "... the run it started was skipped, and did not fail", str(p))
+    failed = m.succeed("systemctl list-units --failed --plain --no-legend").strip()
+    check(METRICS_UNIT not in failed, "no ebs-hydrate-metrics unit failed", failed)
+    logged = m.succeed("journalctl --no-pager -q -o cat -u %s --since '%s'"
+                       % (service, since)).strip()
+    check(logged == "", "the skipped runs logged nothing (LogLevelMax=warning)", logged)
+
+    # node_exporter installed: the timer alone writes the file within a tick.
+    m.succeed("install -d -m 0755 %s" % TEXTFILE_DIR)
+    m.wait_until_succeeds("test -s %s/ebs-hydrate.prom" % TEXTFILE_DIR, 45)
+    p = metrics_props(m, service)
+    check(p["ConditionResult"] == "yes" and p["Result"] == "success",
+          "%s ran once the directory existed" % service, str(p))
+    listing = m.succeed("ls -A %s" % TEXTFILE_DIR).split()
+    check(listing == ["ebs-hydrate.prom"], "only ebs-hydrate.prom in %s, no temporary file"
+          % TEXTFILE_DIR, " ".join(listing))
+    mode = m.succeed("stat -c '%%a %%U' %s/ebs-hydrate.prom" % TEXTFILE_DIR).strip()
+    check(mode == "644 root", "mode 0644, readable by node_exporter's user", mode)
+    text = m.succeed("cat %s/ebs-hydrate.prom" % TEXTFILE_DIR)
+    vm.log("ebs-hydrate.prom:\n" + text.rstrip())
+    labels = 'volume_id="%s",device="/dev/%s",device_name=""' % (vol.volume_id, vol.kname)
+
+    def sample(name, extra=""):
+        prefix = "%s{%s%s} " % (name, labels, extra)
+        lines = [ln for ln in text.splitlines() if ln.startswith(prefix)]
+        check(len(lines) == 1, "one sample %s%s for %s" % (name, extra, vol.volume_id),
+              " / ".join(lines))
+        return int(lines[0][len(prefix):])
+
+    check(sample("ebs_hydrate_volume_size_bytes") == vol.size, "size of %s" % vol.volume_id)
+    check(0 < sample("ebs_hydrate_volume_hydrated_bytes") <= vol.size,
+          "hydrated bytes of %s" % vol.volume_id)
+    check(sample("ebs_hydrate_volume_running") == 1, "the running instance, from the bus")
+    states = {s: sample("ebs_hydrate_volume_state", ',state="%s"' % s)
+              for s in ("hydrating", "paused", "completed", "failed", "stopped", "mismatched")}
+    check(sum(states.values()) == 1 and (states["hydrating"] or states["completed"]),
+          "one state, hydrating or completed", str(states))
+    phases = {s: sample("ebs_hydrate_volume_phase", ',phase="%s"' % s)
+              for s in ("metadata", "hot-paths", "used", "free", "done", "unknown")}
+    check(sum(phases.values()) == 1 and not phases["unknown"],
+          "one phase, the one the instance reports on the bus", str(phases))
 
 
 def step_b3(m):
@@ -779,9 +862,10 @@ def step_f(m):
     check(rc == 0 and units == "", "no ebs-hydrate@ unit is even loaded", units)
     names = m.succeed("busctl list --no-legend --acquired | awk '{print $1}'")
     check("org.ebshydrate" not in names, "no org.ebshydrate name is on the bus")
-    rc, out, _ = m.run("ls -d %s %s 2>/dev/null" % (" ".join(PACKAGE_FILES), STATE_DIR))
-    check(out.strip() == "", "no file of the package and no state directory is left",
-          out.strip().replace("\n", " "))
+    rc, out, _ = m.run("ls -d %s %s %s/ebs-hydrate.prom 2>/dev/null"
+                       % (" ".join(PACKAGE_FILES), STATE_DIR, TEXTFILE_DIR))
+    check(out.strip() == "", "no file of the package, no state directory and no metrics file "
+          "is left", out.strip().replace("\n", " "))
     # The rule is gone from udev too: a new event for the volume starts nothing.
     m.succeed("udevadm trigger --action=change --settle /dev/%s" % vol.kname)
     time.sleep(3)
@@ -837,6 +921,7 @@ def run(m, timer, restart, deb, data):
     r.step("b2: D-Bus properties and access", step_b2)
     r.step("b3: D-Bus Pause and Resume", step_b3)
     r.step("b4: ebs-hydratectl status --json", step_b4)
+    r.step("m: metrics timer: skipped without node_exporter, then writes", step_m)
     r.step("c1: completed: active (exited), final STATUS", step_c1)
     r.step("c2: journal MESSAGE_ID of completion", step_c2)
     r.step("c3: rig: volume fully read", step_c3)
