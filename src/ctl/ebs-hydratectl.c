@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "build-config.h"
 #include "config.h"
 #include "ctl-bus.h"
+#include "ctl-wait.h"
 #include "device.h"
 #include "fileio.h"
 #include "identity.h"
@@ -42,6 +44,10 @@ typedef struct Args {
         const char *state_dir;
         bool state_dir_given;
         const char *output; /* metrics --output=FILE */
+        const char *runtime_dir;
+        RecordPhase phase; /* wait */
+        uint64_t timeout_usec;
+        bool wait_options_given; /* --phase or --timeout: for wait only */
 } Args;
 
 typedef struct Command {
@@ -66,9 +72,12 @@ static void help(void) {
                "  forget VOLUME              delete the state of VOLUME, so that it is\n"
                "                             hydrated from the start next time (root)\n"
                "  metrics                    print Prometheus metrics for node_exporter\n"
+               "  wait TARGET...             block until every TARGET reached --phase\n"
                "\n"
                "TARGET is a volume id (or other state key), a kernel name such as nvme1n1,\n"
-               "or a device path such as /dev/nvme1n1 or a /dev/disk/by-id/ link.\n"
+               "or a device path such as /dev/nvme1n1 or a /dev/disk/by-id/ link. For wait,\n"
+               "also a mapping name (sdf) or a path on a mounted file system\n"
+               "(/var/lib/postgresql: the volumes under it).\n"
                "\n"
                "Options:\n"
                "      --json            status as JSON\n"
@@ -76,16 +85,31 @@ static void help(void) {
                "      --output=FILE     metrics: replace FILE whole (temporary file, rename)\n"
                "                        instead of printing\n"
                "      --state-dir=DIR   where the state files are (default %s)\n"
+               "      --phase=PHASE     wait: metadata, hot, used or complete (default)\n"
+               "      --timeout=TIME    wait: give up after TIME (30s, 10min, 2h; default\n"
+               "                        infinity)\n"
+               "      --runtime-dir=DIR wait: where the volume records are (default %s)\n"
                "  -h, --help            show this help\n"
                "      --version         show the version\n"
                "\n"
                "Exit status: 0 success, 1 failure (unknown or not running TARGET, bus error,\n"
                "volume busy), 2 bad usage, 4 not permitted (not root, or access denied).\n"
+               "wait: 0 reached, 3 finished without reaching it (failed, unreadable ranges,\n"
+               "disabled, Mode=used for complete), 5 timed out, 6 unknown TARGET.\n"
                "See ebs-hydratectl(1).\n",
-               HYDRATE_RATE_LIMIT_SYNTAX, EBS_HYDRATE_STATE_DIR);
+               HYDRATE_RATE_LIMIT_SYNTAX, EBS_HYDRATE_STATE_DIR, EBS_HYDRATE_RUNTIME_DIR);
 }
 
-enum { ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_STATE_DIR, ARG_VERSION, ARG_OUTPUT };
+enum {
+        ARG_JSON = 0x100,
+        ARG_NO_LEGEND,
+        ARG_STATE_DIR,
+        ARG_VERSION,
+        ARG_OUTPUT,
+        ARG_PHASE,
+        ARG_TIMEOUT,
+        ARG_RUNTIME_DIR,
+};
 
 /* Returns 1 to run a command, 0 to exit successfully (--help, --version), -EINVAL on bad usage.
  */
@@ -95,6 +119,9 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 {"no-legend", no_argument, NULL, ARG_NO_LEGEND},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"output", required_argument, NULL, ARG_OUTPUT},
+                {"phase", required_argument, NULL, ARG_PHASE},
+                {"timeout", required_argument, NULL, ARG_TIMEOUT},
+                {"runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR},
                 {"help", no_argument, NULL, 'h'},
                 {"version", no_argument, NULL, ARG_VERSION},
                 {},
@@ -115,6 +142,27 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         break;
                 case ARG_OUTPUT:
                         a->output = optarg;
+                        break;
+                case ARG_PHASE:
+                        if (wait_phase_from_string(optarg, &a->phase) < 0) {
+                                log_error("Invalid --phase '%s': expected metadata, hot, used or "
+                                          "complete",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        a->wait_options_given = true;
+                        break;
+                case ARG_TIMEOUT:
+                        if (wait_parse_timeout(optarg, &a->timeout_usec) < 0) {
+                                log_error("Invalid --timeout '%s': expected seconds, a number "
+                                          "with ms, s, min, h or d, or infinity",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        a->wait_options_given = true;
+                        break;
+                case ARG_RUNTIME_DIR:
+                        a->runtime_dir = optarg;
                         break;
                 case 'h':
                         help();
@@ -572,6 +620,21 @@ static int cmd_forget(const Args *a, char **args) {
         return forget_state(a, dir_fd, key);
 }
 
+static int cmd_wait(const Args *a, char **args) {
+        WaitOptions o = {
+                .phase = a->phase,
+                .timeout_usec = a->timeout_usec,
+                .runtime_dir = a->runtime_dir,
+                .state_dir = a->state_dir,
+                .progress = isatty(STDERR_FILENO),
+        };
+        size_t n = 0;
+
+        while (args[n])
+                n++;
+        return ctl_wait(&o, args, n);
+}
+
 static const Command commands[] = {
         {"status", "[TARGET]", 0, 1, cmd_status},
         {"pause", "TARGET", 1, 1, cmd_pause},
@@ -579,6 +642,7 @@ static const Command commands[] = {
         {"set-rate-limit", "TARGET RATE", 2, 2, cmd_set_rate_limit},
         {"forget", "VOLUME", 1, 1, cmd_forget},
         {"metrics", "", 0, 0, cmd_metrics},
+        {"wait", "TARGET...", 1, UINT_MAX, cmd_wait},
 };
 
 static int dispatch(const Args *a, int argc, char **argv) {
@@ -595,6 +659,10 @@ static int dispatch(const Args *a, int argc, char **argv) {
                         log_error("--output is for metrics only (see --help)");
                         return EXIT_USAGE;
                 }
+                if (a->wait_options_given && c->run != cmd_wait) {
+                        log_error("--phase and --timeout are for wait only (see --help)");
+                        return EXIT_USAGE;
+                }
                 if (n_args < c->min_args || n_args > c->max_args) {
                         log_error("Usage: ebs-hydratectl [OPTIONS] %s%s%s (see --help)", name,
                                   c->synopsis[0] ? " " : "", c->synopsis);
@@ -607,7 +675,13 @@ static int dispatch(const Args *a, int argc, char **argv) {
 }
 
 int main(int argc, char *argv[]) {
-        Args a = {.legend = true, .state_dir = EBS_HYDRATE_STATE_DIR};
+        Args a = {
+                .legend = true,
+                .state_dir = EBS_HYDRATE_STATE_DIR,
+                .runtime_dir = EBS_HYDRATE_RUNTIME_DIR,
+                .phase = RECORD_PHASE_DONE,
+                .timeout_usec = UINT64_MAX,
+        };
         int r;
 
         log_setup("ebs-hydratectl");

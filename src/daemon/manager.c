@@ -45,6 +45,11 @@ typedef struct Run {
         const char *key;
         bool started; /* the hydrator reads */
         int code;     /* the exit status decided before the hydrator started, or -1 */
+        /* The volume record for ebs-hydratectl wait (record.h): */
+        int runtime_fd;      /* -1: none is written */
+        VolumeRecord record; /* its identity fields; the rest comes from the hydrator */
+        char record_text[RECORD_FILE_MAX]; /* what was last written, "" before */
+        bool record_failed;                /* said once */
 } Run;
 
 /* The signals whose default action terminates without a core dump (signal(7)), real-time ones
@@ -94,6 +99,56 @@ static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
 
 /* STATUS= for systemctl status; a no-op outside systemd (no $NOTIFY_SOCKET). */
+/* Copies @s if it is a record word (printable ASCII, no space, fits), else leaves "". */
+static void set_record_word(char *dst, size_t size, const char *s) {
+        size_t len = strlen(strempty(s));
+
+        dst[0] = '\0';
+        for (size_t i = 0; i < len; i++)
+                if (s[i] <= ' ' || s[i] > '~')
+                        return;
+        if (len < size)
+                memcpy(dst, s, len + 1);
+}
+
+/*
+ * Writes the volume record when what it says has changed: the hydrator's status, with the state
+ * @forced instead unless it is _RECORD_STATE_INVALID. A failure is said once: waiters then wait
+ * for the next run, and the hydration goes on.
+ */
+static void publish_record(Run *run, RecordState forced) {
+        VolumeRecord r = run->record;
+        char text[RECORD_FILE_MAX];
+        HydratorStatus st;
+        int e;
+
+        if (run->runtime_fd < 0)
+                return;
+        if (run->hydrator) {
+                hydrator_get_status(run->hydrator, &st);
+                report_record(&st, &r);
+        }
+        if (forced != _RECORD_STATE_INVALID)
+                r.state = forced;
+        if (forced == RECORD_COMPLETED) { /* by the state alone: "already hydrated" */
+                r.phase = RECORD_PHASE_DONE;
+                r.free_space_cold = r.hydrated_bytes < r.size_bytes; /* Mode=used */
+        }
+        if (record_format(&r, text, sizeof(text)) < 0 || streq_ptr(text, run->record_text))
+                return;
+        e = record_save(run->runtime_fd, &r);
+        if (e < 0) {
+                if (!run->record_failed)
+                        log_warning_errno(e,
+                                          "%s: cannot write its volume record (%m): "
+                                          "ebs-hydratectl wait does not see this run",
+                                          r.volume_id);
+                run->record_failed = true;
+                return;
+        }
+        memcpy(run->record_text, text, sizeof(text));
+}
+
 static void notify_status(Run *run) {
         HydratorStatus st;
         char line[512];
@@ -105,6 +160,7 @@ static void notify_status(Run *run) {
         else
                 report_status(line, sizeof(line), &st);
         (void)sd_notifyf(false, "STATUS=%s", line);
+        publish_record(run, _RECORD_STATE_INVALID);
 }
 
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -218,6 +274,7 @@ static int already_hydrated(Run *run) {
 
         if (hydrator_record_complete(run->hydrator) < 0)
                 return REPORT_EXIT_FAILED;
+        publish_record(run, RECORD_COMPLETED);
         hydrator_get_status(run->hydrator, &st);
         n = st.size - st.done_bytes;
         if (n == 0) {
@@ -416,6 +473,8 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                                        run->state_dir, key, dev->path);
         if (set_up_reporting(run, a, id) < 0)
                 return REPORT_EXIT_FAILED;
+        /* Before READY=1: once "systemctl start" returns, waiters see this run, not the last. */
+        publish_record(run, _RECORD_STATE_INVALID);
         /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a
          * cold volume takes its time over it (or a broken one forever): the event loop runs
          * meanwhile, for STATUS=, the watchdog, the bus and signals. */
@@ -428,11 +487,16 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         run->discovery = discovery_free(run->discovery); /* one stuck in the device is let go */
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
+                publish_record(run, RECORD_FAILED);
                 return REPORT_EXIT_FAILED;
         }
-        if (run->code >= 0)
+        if (run->code >= 0) {
+                if (run->code != REPORT_EXIT_COMPLETE)
+                        publish_record(run, RECORD_FAILED);
                 return run->code;
+        }
         if (!run->started) { /* stopped while mapping the file systems */
+                publish_record(run, RECORD_STOPPED);
                 (void)sd_notifyf(false,
                                  "STATUS=%s: stopped while mapping the file systems, "
                                  "nothing read%s",
@@ -449,6 +513,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         }
         draw_bar(run);
         clear_bar(run);
+        publish_record(run, _RECORD_STATE_INVALID);
         hydrator_get_status(run->hydrator, &st);
         /* The journal first: the terminal may be gone (a closed pipe, a full one), the record
          * of how the run ended must not go with it. */
@@ -484,6 +549,8 @@ static void run_done(Run *run) {
         sd_event_source_disable_unref(run->status_timer);
         sd_event_unref(run->event);
         free(run->state_dir);
+        if (run->runtime_fd >= 0)
+                (void)close(run->runtime_fd);
 }
 
 static int set_up_event_loop(Run *run) {
@@ -504,7 +571,7 @@ int manager_run(const Args *a, int *ret_signal) {
          * for its reads), then the device and the state directory it used. */
         _cleanup_(block_device_close) BlockDevice dev = {.fd = -1};
         _cleanup_close_ int dir_fd = -1;
-        _cleanup_(run_done) Run run = {.sysfs_root = sysfs_root()};
+        _cleanup_(run_done) Run run = {.sysfs_root = sysfs_root(), .runtime_fd = -1};
         DeviceIdentity id;
         HydrateSettings settings;
         char key[STATE_KEY_MAX + 1];
@@ -529,7 +596,13 @@ int manager_run(const Args *a, int *ret_signal) {
         r = prepare_settings(a, &id, &settings);
         if (r < 0)
                 return r;
+        run.runtime_fd = prepare_runtime_dir();
+        run.record = (VolumeRecord){.size_bytes = dev.size, .pid = getpid()};
+        set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
+        set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name), id.kernel_name);
+        set_record_word(run.record.device_name, sizeof(run.record.device_name), id.device_name);
         if (!settings.enabled) {
+                publish_record(&run, RECORD_DISABLED);
                 (void)output_printf(STDOUT_FILENO,
                                     "%s: hydration disabled by configuration (Enabled=no), "
                                     "nothing to do\n",

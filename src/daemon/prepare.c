@@ -117,6 +117,45 @@ static int check_state_dir(int fd, const char *dir) {
         }
 }
 
+int prepare_runtime_dir(void) {
+        _cleanup_free_ char *env = NULL;
+        _cleanup_close_ int fd = -1;
+        const char *dir = EBS_HYDRATE_RUNTIME_DIR;
+        struct stat st;
+
+        if (getenv("RUNTIME_DIRECTORY")) {
+                env = strndup(getenv("RUNTIME_DIRECTORY"),
+                              strcspn(getenv("RUNTIME_DIRECTORY"), ":"));
+                if (!env)
+                        return log_error_errno(-ENOMEM, "Out of memory");
+                dir = env;
+        }
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return log_warning_errno(-errno,
+                                         "Cannot create runtime directory %s (%m): no volume "
+                                         "record for ebs-hydratectl wait",
+                                         dir);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return log_warning_errno(-errno,
+                                         "Cannot open runtime directory %s (%m): no volume record "
+                                         "for ebs-hydratectl wait",
+                                         dir);
+        if (fstat(fd, &st) < 0)
+                return log_warning_errno(-errno, "Cannot stat runtime directory %s: %m", dir);
+        if (st.st_uid != geteuid() || (st.st_mode & 0022)) {
+                log_warning("Runtime directory %s belongs to uid %u or is writable by group or "
+                            "others (mode %04o): not writing the volume record there, whose "
+                            "readers must be able to trust it",
+                            dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+                return -EPERM;
+        }
+        /* Readable by all: unprivileged services wait on these records. */
+        if ((st.st_mode & 0555) != 0555 && fchmod(fd, 0755) < 0)
+                return log_warning_errno(-errno, "Cannot make %s readable to all: %m", dir);
+        return TAKE_FD(fd);
+}
+
 int prepare_state_dir(const Args *a, char **ret_path) {
         _cleanup_free_ char *env = NULL;
         _cleanup_close_ int fd = -1;

@@ -17,6 +17,15 @@ int prepare_device(const Args *a, const char *sysfs_root, BlockDevice *ret);
 int prepare_state_key(const Args *a, const DeviceIdentity *id, char *key, size_t size);
 int prepare_settings(const Args *a, const DeviceIdentity *id, HydrateSettings *ret);
 
+/*
+ * prepare_runtime_dir() - create (0755) and open the directory of the volume records that
+ * "ebs-hydratectl wait" follows: $RUNTIME_DIRECTORY (the unit's RuntimeDirectory=), else
+ * EBS_HYDRATE_RUNTIME_DIR. It must be ours and writable by us alone: whoever else could write
+ * there could tell a waiting service that a volume is hydrated. Returns its descriptor, or
+ * -errno after a warning: a run without records still hydrates.
+ */
+int prepare_runtime_dir(void);
+
 /* prepare_state_dir() - create (0700) and open the state directory, checked to be ours alone.
  * Returns its descriptor and its path in *@ret_path. */
 int prepare_state_dir(const Args *a, char **ret_path);

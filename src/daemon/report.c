@@ -27,6 +27,45 @@ const char *report_failure_reason(int error) {
         return strerror(error < 0 ? -error : EIO);
 }
 
+/* The record names the plan's stages as plan.h does, in the same order. */
+_Static_assert((int)RECORD_PHASE_METADATA == (int)PLAN_STAGE_METADATA &&
+                       (int)RECORD_PHASE_HOT == (int)PLAN_STAGE_HOT &&
+                       (int)RECORD_PHASE_USED == (int)PLAN_STAGE_USED &&
+                       (int)RECORD_PHASE_FREE == (int)PLAN_STAGE_FREE &&
+                       (int)RECORD_PHASE_DONE == (int)_PLAN_STAGE_MAX,
+               "record phases follow the plan's stages");
+
+void report_record(const HydratorStatus *st, VolumeRecord *r) {
+        r->size_bytes = st->size;
+        r->hydrated_bytes = MIN(st->done_bytes, st->size);
+        r->errors = st->n_bad;
+        r->free_space_cold = false;
+        r->fs_aware = st->plan.fs_aware;
+        switch (st->phase) {
+        case HYDRATOR_LOADED: /* mapping the file systems: the plan is not made yet */
+                r->state = st->paused ? RECORD_PAUSED : RECORD_HYDRATING;
+                r->phase = RECORD_PHASE_METADATA;
+                return;
+        case HYDRATOR_HYDRATING:
+                r->state = st->paused ? RECORD_PAUSED : RECORD_HYDRATING;
+                break;
+        case HYDRATOR_COMPLETE:
+                r->state = RECORD_COMPLETED;
+                r->phase = RECORD_PHASE_DONE;
+                r->free_space_cold = st->done_bytes < st->size; /* Mode=used */
+                return;
+        case HYDRATOR_UNREADABLE:
+        case HYDRATOR_FAILED:
+                r->state = RECORD_FAILED;
+                break;
+        default: /* stopped, detached: the next run resumes */
+                r->state = RECORD_STOPPED;
+                break;
+        }
+        r->phase = st->plan.current <= _PLAN_STAGE_MAX ? (RecordPhase)st->plan.current
+                                                       : RECORD_PHASE_METADATA;
+}
+
 uint64_t report_cold_free_bytes(const HydratorStatus *st) {
         if (!st->plan.skip_free)
                 return 0;

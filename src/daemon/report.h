@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "hydrator.h"
+#include "record.h"
 
 /* Exit statuses of ebs-hydrated (docs/design.md). */
 enum {
@@ -61,6 +62,14 @@ const char *report_bus_state(const HydratorStatus *st);
 
 /* report_failure_reason() - why a run failed, in words (the errno's, or the hydrator's meaning). */
 const char *report_failure_reason(int error);
+
+/*
+ * report_record() - what the volume record (record.h) says of a run in this state: STATE=,
+ * PHASE= (the plan's stage; "metadata" while the file systems are mapped, "done" once complete),
+ * the sizes, the unreadable ranges, and whether a completed Mode=used run left free space cold.
+ * The identity fields of @r are left alone.
+ */
+void report_record(const HydratorStatus *st, VolumeRecord *r);
 
 /* report_cold_free_bytes() - free space a Mode=used run leaves unread; 0 in full mode. */
 uint64_t report_cold_free_bytes(const HydratorStatus *st);

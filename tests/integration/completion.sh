@@ -114,7 +114,7 @@ help_words() {
 }
 
 case_ctl_commands() {
-    expect "ebs-hydratectl " forget metrics pause resume set-rate-limit status
+    expect "ebs-hydratectl " forget metrics pause resume set-rate-limit status wait
     expect "ebs-hydratectl s" set-rate-limit status
     expect "ebs-hydratectl --json st" status
     expect "ebs-hydratectl --state-dir /var/tmp re" resume
@@ -122,7 +122,10 @@ case_ctl_commands() {
 }
 
 case_ctl_options() {
-    expect "ebs-hydratectl --" --help --json --no-legend --output= --state-dir= --version
+    expect "ebs-hydratectl --" --help --json --no-legend --output= --phase= --runtime-dir= \
+        --state-dir= --timeout= --version
+    expect "ebs-hydratectl wait --phase=" complete hot metadata used
+    expect "ebs-hydratectl --phase h" hot
     expect "ebs-hydratectl --st" --state-dir= "compopt -o nospace"
     expect "ebs-hydratectl status --no" --no-legend
     mkdir -p "$WORK/states/a" "$WORK/states/b"
@@ -146,6 +149,8 @@ case_ctl_targets() {
     # forget takes a volume (a state key), not a device
     expect "ebs-hydratectl forget " it-key-1 vol-0123456789abcdef0 vol-0fedcba9876543210
     expect "ebs-hydratectl pause nvme1n1 "
+    # wait takes several targets
+    expect "ebs-hydratectl wait --phase=hot nvme1n1 vol-0f" vol-0fedcba9876543210
     assert_eq "$(sort -u "$WORK/ctl-args")" "--no-legend status" "how the fake was asked"
     # A path: any file, for /dev/disk/by-id/ links and the like.
     : >"$WORK/link-1"

@@ -308,6 +308,56 @@ static void test_report_journal_exit_and_bus(void **state) {
                                  "file systems; device stalled, no read completed for 11 s");
 }
 
+/* The volume record that ebs-hydratectl wait follows, from each phase of a run. */
+static void test_record(void **state) {
+        HydratorStatus st = sample(HYDRATOR_LOADED);
+        VolumeRecord r = {.volume_id = "kept", .kernel_name = "nvme1n1"};
+
+        (void)state;
+        st.plan.current = PLAN_STAGE_USED; /* not planned yet: what a LOADED run says is moot */
+        st.plan.fs_aware = true;
+        report_record(&st, &r);
+        assert_string_equal(r.volume_id, "kept"); /* the identity is the caller's */
+        assert_int_equal(r.state, RECORD_HYDRATING);
+        assert_int_equal(r.phase, RECORD_PHASE_METADATA);
+        assert_true(r.fs_aware);
+        assert_int_equal(r.size_bytes, 10 * GiB);
+        assert_int_equal(r.hydrated_bytes, 4 * GiB + 210 * MiB);
+        st.phase = HYDRATOR_HYDRATING;
+        st.plan.current = PLAN_STAGE_HOT;
+        st.paused = true;
+        report_record(&st, &r);
+        assert_int_equal(r.state, RECORD_PAUSED);
+        assert_int_equal(r.phase, RECORD_PHASE_HOT);
+        st.phase = HYDRATOR_UNREADABLE;
+        st.plan.current = PLAN_STAGE_FREE;
+        st.n_bad = 3;
+        report_record(&st, &r);
+        assert_int_equal(r.state, RECORD_FAILED);
+        assert_int_equal(r.phase, RECORD_PHASE_FREE);
+        assert_int_equal(r.errors, 3);
+        st.phase = HYDRATOR_DETACHED;
+        report_record(&st, &r);
+        assert_int_equal(r.state, RECORD_STOPPED);
+        st.phase = HYDRATOR_STOPPED;
+        report_record(&st, &r);
+        assert_int_equal(r.state, RECORD_STOPPED);
+        /* complete: by Mode=used (free space unread), then every block */
+        st.phase = HYDRATOR_COMPLETE;
+        st.plan.current = _PLAN_STAGE_MAX;
+        report_record(&st, &r);
+        assert_int_equal(r.state, RECORD_COMPLETED);
+        assert_int_equal(r.phase, RECORD_PHASE_DONE);
+        assert_true(r.free_space_cold);
+        st.done_bytes = st.size;
+        report_record(&st, &r);
+        assert_false(r.free_space_cold);
+        /* a plan that does not know the file systems says so */
+        st.plan.fs_aware = false;
+        report_record(&st, &r);
+        assert_false(r.fs_aware);
+}
+
 /* A run that could not start: what may pass by itself is restarted (1), what waits for a person
  * is not (2), so that a unit cannot loop on it. */
 static void test_exit_status_errno(void **state) {
@@ -348,6 +398,7 @@ int main(void) {
                 cmocka_unit_test(test_status_stalled),
                 cmocka_unit_test(test_status_waiting_for_aio),
                 cmocka_unit_test(test_exit_status_errno),
+                cmocka_unit_test(test_record),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

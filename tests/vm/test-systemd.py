@@ -24,6 +24,10 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
   d3  re-attached, a new instance resumes from the checkpoint, not from 0
   d4  ... and completes, reading only what was left (the guest kernel's sector count)
   e   after a reboot both instances say "already hydrated" and read (almost) nothing
+  w   (inside g) a stand-in database unit with ExecStartPre=ebs-hydratectl wait --phase=hot
+      /srv/d, run as a dynamic user, started while the volume's metadata is read: it starts only
+      once the hot paths are (the record it saw says so), then at once when restarted on the
+      hydrated volume
   g   file-system-aware hydration under the unit's sandbox: a hot-plugged volume whose
       snapshot holds a GPT disk with ext4 (disabled by a drop-in until the partition is mounted
       read-only in the guest), restarted with Mode=used and HotPaths=: GETFSMAP on the mount
@@ -616,6 +620,11 @@ def step_g(m, data):
     m.write_file(conf, "[Match]\nVolumeId=%s\n[Hydrate]\nMode=used\nHotPaths=/srv/d/hot\n"
                  % vol.volume_id)
     m.succeed("systemctl restart %s" % unit, 300)
+    # Step w: a stand-in database ordered after the hot paths, started while they are read.
+    record = "/run/ebs-hydrate/%s.record" % vol.volume_id
+    before = m.succeed("cat %s" % record)
+    m.write_file("/etc/systemd/system/fake-db.service", FAKE_DB_UNIT % record)
+    m.succeed("systemctl daemon-reload && systemctl start --no-block fake-db.service")
     p = wait_unit(m, unit, finished, "finished", 300)
     invocation = m.succeed("systemctl show -p InvocationID --value %s" % unit).strip()
     log = m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
@@ -640,7 +649,55 @@ def step_g(m, data):
     done, size, pct = m.hydrated(vol.name)
     check(pct < 50, "rig: only the used part of %s was read" % vol.volume_id,
           "%.1f%% of %d MiB in the overlay" % (pct, size // MIB))
+    step_w(m, before, record)
+    m.succeed("systemctl stop fake-db.service && rm /etc/systemd/system/fake-db.service && "
+              "systemctl daemon-reload")
     m.succeed("umount /srv/d && rm -f %s && rmdir %s" % (conf, os.path.dirname(conf)))
+
+
+# A stand-in database, ordered after hydration as ebs-hydratectl(1) says, run by an unprivileged
+# dynamic user: its ExecStart keeps the volume record it saw when it was let start.
+FAKE_DB_UNIT = """[Unit]
+Description=stand-in database (ebs-hydrate test, step w)
+RequiresMountsFor=/srv/d
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+DynamicUser=yes
+RuntimeDirectory=fake-db
+ExecStartPre=/usr/bin/ebs-hydratectl wait --phase=hot --timeout=10min /srv/d
+ExecStart=/bin/sh -c 'cat %s > /run/fake-db/saw; date +%%%%s.%%%%N >> /run/fake-db/saw'
+TimeoutStartSec=11min
+"""
+
+
+def record_field(text, key):
+    m = re.search(r"^%s=(.*)$" % key, text, re.M)
+    return m.group(1) if m else None
+
+
+def step_w(m, before, record):
+    """Step w (inside step g): the stand-in database started only once the hot paths were read,
+    then at once on the hydrated volume."""
+    check(record_field(before, "PHASE") == "metadata" and
+          record_field(before, "STATE") == "hydrating",
+          "w: when the database was started, the volume was still at its metadata", before)
+    p = wait_unit(m, "fake-db.service", lambda p: p["ActiveState"] == "active", "active", 120)
+    saw = m.succeed("cat /run/fake-db/saw")
+    vm.log_output("what fake-db saw when it started:", saw)
+    check(record_field(saw, "STATE") == "completed" or
+          record_field(saw, "PHASE") in ("used", "free", "done"),
+          "w: the database started only once the hot paths were read", saw)
+    check(m.succeed("systemctl show -p User --value fake-db.service").strip() == "" and
+          "DynamicUser=yes" in m.succeed("systemctl cat fake-db.service"),
+          "w: it waited as an unprivileged dynamic user")
+    t0 = time.monotonic()
+    m.succeed("systemctl restart fake-db.service", 120)
+    elapsed = time.monotonic() - t0
+    saw = m.succeed("cat /run/fake-db/saw")
+    check(record_field(saw, "STATE") == "completed",
+          "w: restarted on the hydrated volume, it saw it completed", saw)
+    check(elapsed < 20, "w: ... and started at once (%.1f s, under TCG)" % elapsed)
 
 
 # Step h: its reads give way to a workload on the same volume (Yield=, the disk's counters).

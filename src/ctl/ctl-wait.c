@@ -1,0 +1,641 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ebs-hydratectl wait (see ctl-wait.h). The records are re-read whenever inotify says the
+ * runtime directory (or, for root, the state directory) changed: there is no polling, and a
+ * daemon that stops, restarts or starts after us is seen by the records it writes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "alloc-util.h"
+#include "ctl-wait.h"
+#include "log.h"
+#include "parse.h"
+#include "progress.h"
+#include "state.h"
+#include "sysfs.h"
+#include "time-util.h"
+
+int wait_phase_from_string(const char *s, RecordPhase *ret) {
+        static const struct {
+                const char *name;
+                RecordPhase phase;
+        } names[] = {
+                {"metadata", RECORD_PHASE_METADATA}, {"hot", RECORD_PHASE_HOT},
+                {"hot-paths", RECORD_PHASE_HOT},     {"used", RECORD_PHASE_USED},
+                {"complete", RECORD_PHASE_DONE},
+        };
+
+        for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
+                if (strcmp(s, names[i].name) == 0) {
+                        *ret = names[i].phase;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *wait_phase_to_string(RecordPhase p) {
+        switch (p) {
+        case RECORD_PHASE_METADATA:
+                return "metadata";
+        case RECORD_PHASE_HOT:
+                return "hot";
+        case RECORD_PHASE_USED:
+                return "used";
+        case RECORD_PHASE_DONE:
+                return "complete";
+        default:
+                return NULL;
+        }
+}
+
+int wait_parse_timeout(const char *s, uint64_t *ret_usec) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = {
+                {"", USEC_PER_SEC},           {"ms", USEC_PER_MSEC},
+                {"s", USEC_PER_SEC},          {"sec", USEC_PER_SEC},
+                {"m", 60 * USEC_PER_SEC},     {"min", 60 * USEC_PER_SEC},
+                {"h", 3600 * USEC_PER_SEC},   {"d", 86400 * USEC_PER_SEC},
+        };
+        char digits[24];
+        size_t n;
+        uint64_t v;
+
+        if (!s)
+                return -EINVAL;
+        if (strcmp(s, "infinity") == 0) {
+                *ret_usec = UINT64_MAX;
+                return 0;
+        }
+        n = strspn(s, "0123456789");
+        if (n == 0 || n >= sizeof(digits))
+                return -EINVAL;
+        memcpy(digits, s, n);
+        digits[n] = '\0';
+        if (parse_unsigned(digits, 0, UINT64_MAX, &v) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (strcmp(s + n, units[i].suffix) == 0) {
+                        if (v > (UINT64_MAX - 1) / units[i].usec)
+                                return -EINVAL;
+                        *ret_usec = v * units[i].usec;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+WaitVerdict wait_verdict(const VolumeRecord *r, RecordPhase phase, const char **ret_why) {
+        RecordPhase at = r->phase;
+        bool reached;
+
+        *ret_why = NULL;
+        if (!r->fs_aware && phase < RECORD_PHASE_USED)
+                phase = RECORD_PHASE_USED; /* metadata and hot paths are not known apart */
+        if (phase == RECORD_PHASE_DONE)
+                reached = r->state == RECORD_COMPLETED && !r->free_space_cold;
+        else
+                reached = r->state == RECORD_COMPLETED || at > phase;
+        if (reached)
+                return WAIT_REACHED;
+        switch (r->state) {
+        case RECORD_FAILED:
+                *ret_why = r->errors > 0 ? "finished with unreadable ranges" : "failed";
+                return WAIT_SHORT;
+        case RECORD_DISABLED:
+                *ret_why = "hydration disabled by configuration (Enabled=no)";
+                return WAIT_SHORT;
+        case RECORD_COMPLETED: /* only Mode=used stops short of complete */
+                *ret_why = "completed by a Mode=used run: free space stays cold";
+                return WAIT_SHORT;
+        default:
+                return WAIT_PENDING;
+        }
+}
+
+/* "/dev/sdf", "xvdf" and "sdf" are one mapping name. */
+static const char *mapping_name(const char *s) {
+        if (strncmp(s, "/dev/", 5) == 0)
+                s += 5;
+        return s;
+}
+
+static bool mapping_names_equal(const char *a, const char *b) {
+        a = mapping_name(a);
+        b = mapping_name(b);
+        if (strncmp(a, "xvd", 3) == 0)
+                a += 2; /* "xvdf" -> "df", compared with "sdf" + 1 */
+        else if (strncmp(a, "sd", 2) == 0)
+                a += 1;
+        else
+                return strcmp(a, b) == 0;
+        if (strncmp(b, "xvd", 3) == 0)
+                b += 2;
+        else if (strncmp(b, "sd", 2) == 0)
+                b += 1;
+        else
+                return false;
+        return strcmp(a, b) == 0;
+}
+
+bool wait_name_matches(const VolumeRecord *r, const char *name) {
+        return streq_ptr(r->volume_id, name) || streq_ptr(r->kernel_name, name) ||
+               (r->device_name[0] && mapping_names_equal(r->device_name, name));
+}
+
+/* --- targets --- */
+
+typedef struct Target {
+        const char *arg;
+        const char *name; /* matched by name (volume id, kernel name, mapping name), or NULL */
+        char **disks;     /* the disks under a path: kernel names */
+        size_t n_disks, n_disks_allocated;
+        WaitVerdict verdict;
+        const char *why;
+        bool known; /* a record or state file names it */
+        char volumes[256]; /* "vol-1 (nvme1n1)": what it was found to be, for messages */
+        uint64_t done_bytes, size_bytes;
+} Target;
+
+static int add_disk(Target *t, const char *name) {
+        for (size_t i = 0; i < t->n_disks; i++)
+                if (strcmp(t->disks[i], name) == 0)
+                        return 0;
+        if (ARRAY_GROW(t->disks, t->n_disks_allocated, t->n_disks + 1) < 0)
+                return -ENOMEM;
+        t->disks[t->n_disks] = strdup(name);
+        if (!t->disks[t->n_disks])
+                return -ENOMEM;
+        t->n_disks++;
+        return 0;
+}
+
+/* The disks under the block device whose sysfs directory is @dir: itself, the disk of a
+ * partition, or those under a device-mapper or md device (its slaves), recursively. */
+static int add_disks_of(Target *t, const char *dir, unsigned depth) {
+        _cleanup_free_ char *path = NULL, *resolved = NULL, *slaves = NULL;
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        struct stat st;
+        bool any = false;
+        int r;
+
+        if (depth > 8)
+                return -ELOOP;
+        resolved = realpath(dir, NULL);
+        if (!resolved)
+                return -errno;
+        if (asprintf(&path, "%s/partition", resolved) < 0)
+                return -ENOMEM;
+        if (stat(path, &st) == 0) {
+                *strrchr(resolved, '/') = '\0'; /* the disk holds its partitions */
+                return add_disk(t, strrchr(resolved, '/') + 1);
+        }
+        if (asprintf(&slaves, "%s/slaves", resolved) < 0)
+                return -ENOMEM;
+        d = opendir(slaves);
+        while (d && (de = readdir(d))) {
+                _cleanup_free_ char *sub = NULL;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (asprintf(&sub, "%s/%s", slaves, de->d_name) < 0)
+                        return -ENOMEM;
+                r = add_disks_of(t, sub, depth + 1);
+                if (r < 0)
+                        return r;
+                any = true;
+        }
+        return any ? 0 : add_disk(t, strrchr(resolved, '/') + 1);
+}
+
+/*
+ * A TARGET with a '/' is a path: a block device, or a file on a mounted file system, whose disks
+ * are waited for. One under /dev/ that does not exist is a mapping name (/dev/sdf). Returns 0,
+ * or -ENOENT/-ENODEV (logged) for a path that can never name a volume.
+ */
+static int resolve_target(Target *t) {
+        _cleanup_free_ char *dir = NULL;
+        struct stat st;
+        dev_t devnum;
+        int r;
+
+        if (!strchr(t->arg, '/')) {
+                t->name = t->arg;
+                return 0;
+        }
+        if (stat(t->arg, &st) < 0) {
+                if (errno == ENOENT && strncmp(t->arg, "/dev/", 5) == 0 &&
+                    !strchr(t->arg + 5, '/')) {
+                        t->name = t->arg; /* /dev/sdf: a mapping name without its link */
+                        return 0;
+                }
+                return log_error_errno(-errno, "%s: %m", t->arg);
+        }
+        devnum = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+        if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum), minor(devnum)) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r = add_disks_of(t, dir, 0);
+        if (r == -ENOMEM)
+                return log_error_errno(r, "Out of memory");
+        if (r < 0)
+                return log_error_errno(-ENODEV,
+                                       "%s is not on a block device (device %u:%u): no volume "
+                                       "can hold it",
+                                       t->arg, major(devnum), minor(devnum));
+        return 0;
+}
+
+/* --- what the records and state files say --- */
+
+typedef struct Snapshot {
+        VolumeRecord *records;
+        struct timespec *mtimes;
+        size_t n, allocated, mtimes_allocated;
+} Snapshot;
+
+static void snapshot_clear(Snapshot *s) {
+        free(s->records);
+        free(s->mtimes);
+        *s = (Snapshot){};
+}
+
+static int snapshot_read(Snapshot *s, int dir_fd) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int fd;
+
+        s->n = 0;
+        if (dir_fd < 0)
+                return 0;
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                (void)close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                VolumeRecord r;
+                struct stat st;
+
+                if (record_load_at(dir_fd, de->d_name, &r) < 0 ||
+                    fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* not a record, half gone, or not ours to trust */
+                if (ARRAY_GROW(s->records, s->allocated, s->n + 1) < 0 ||
+                    ARRAY_GROW(s->mtimes, s->mtimes_allocated, s->n + 1) < 0)
+                        return -ENOMEM;
+                s->records[s->n] = r;
+                s->mtimes[s->n] = st.st_mtim;
+                s->n++;
+        }
+        return 0;
+}
+
+static bool newer(const struct timespec *a, const struct timespec *b) {
+        return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec : a->tv_nsec > b->tv_nsec;
+}
+
+/* The newest record that @name names (kernel names are reused by other volumes later). */
+static const VolumeRecord *find_by_name(const Snapshot *s, const char *name, bool kernel_only) {
+        const VolumeRecord *best = NULL;
+        size_t best_i = 0;
+
+        for (size_t i = 0; i < s->n; i++) {
+                bool m = kernel_only ? streq_ptr(s->records[i].kernel_name, name)
+                                     : wait_name_matches(&s->records[i], name);
+
+                if (m && (!best || newer(&s->mtimes[i], &s->mtimes[best_i]))) {
+                        best = &s->records[i];
+                        best_i = i;
+                }
+        }
+        return best;
+}
+
+/* For root: what a state file says of a volume that has no record (its daemon has not run
+ * since boot). A complete one is complete; a Mode=used one reached "used". */
+static bool state_file_record(int state_fd, const char *key, VolumeRecord *ret) {
+        _cleanup_(state_freep) HydrateState *s = NULL;
+
+        if (state_fd < 0 || !state_key_valid(key, strlen(key)) ||
+            state_load(state_fd, key, &s) < 0 || !streq_ptr(s->key, key) ||
+            (!s->complete && !s->used_complete))
+                return false;
+        *ret = (VolumeRecord){.state = RECORD_COMPLETED,
+                              .phase = RECORD_PHASE_DONE,
+                              .free_space_cold = !s->complete,
+                              .fs_aware = true};
+        (void)snprintf(ret->volume_id, sizeof(ret->volume_id), "%s", key);
+        return true;
+}
+
+/* Adds "vol-1 (nvme1n1)" to what @t was found to be (cut if there are too many). */
+static void note_volume(Target *t, const VolumeRecord *r) {
+        size_t n = strlen(t->volumes);
+        int w;
+
+        if (n + 3 < sizeof(t->volumes)) {
+                w = snprintf(t->volumes + n, sizeof(t->volumes) - n, "%s%s%s%s%s",
+                             n > 0 ? ", " : "", r->volume_id, r->kernel_name[0] ? " (" : "",
+                             r->kernel_name, r->kernel_name[0] ? ")" : "");
+                if (w < 0)
+                        t->volumes[n] = '\0';
+        }
+        t->done_bytes += r->hydrated_bytes;
+        t->size_bytes += r->size_bytes;
+}
+
+static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase) {
+        const char *why = NULL;
+        VolumeRecord from_state;
+        const VolumeRecord *r;
+        size_t reached = 0;
+
+        t->verdict = WAIT_PENDING;
+        t->why = NULL;
+        t->known = false;
+        t->volumes[0] = '\0';
+        t->done_bytes = t->size_bytes = 0;
+        if (t->name) {
+                r = find_by_name(s, t->name, false);
+                if (!r && state_file_record(state_fd, t->name, &from_state))
+                        r = &from_state;
+                if (!r)
+                        return;
+                t->known = true;
+                note_volume(t, r);
+                t->verdict = wait_verdict(r, phase, &t->why);
+                return;
+        }
+        for (size_t i = 0; i < t->n_disks; i++) {
+                r = find_by_name(s, t->disks[i], true);
+                if (!r)
+                        continue;
+                t->known = true;
+                note_volume(t, r);
+                switch (wait_verdict(r, phase, &why)) {
+                case WAIT_REACHED:
+                        reached++;
+                        break;
+                case WAIT_SHORT:
+                        t->verdict = WAIT_SHORT;
+                        t->why = why;
+                        return;
+                default:
+                        break;
+                }
+        }
+        if (reached == t->n_disks)
+                t->verdict = WAIT_REACHED;
+}
+
+/* --- watching --- */
+
+typedef struct Watch {
+        int fd;          /* inotify */
+        int dir_wd;      /* the runtime directory, or -1 until it exists */
+        int parent_wd;   /* its parent, while it does not */
+        int runtime_fd;  /* the runtime directory, or -1 */
+        const char *dir; /* its path */
+} Watch;
+
+#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
+
+/* Watches the runtime directory if it exists, else its parent until it does. */
+static int watch_runtime_dir(Watch *w) {
+        _cleanup_free_ char *parent = NULL;
+
+        if (w->runtime_fd >= 0)
+                return 0;
+        w->dir_wd = inotify_add_watch(w->fd, w->dir, WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF);
+        if (w->dir_wd >= 0) {
+                w->runtime_fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                return w->runtime_fd < 0 ? -errno : 0;
+        }
+        if (errno != ENOENT)
+                return log_error_errno(-errno, "Cannot watch %s: %m", w->dir);
+        if (w->parent_wd >= 0)
+                return 0;
+        parent = strdup(w->dir);
+        if (!parent)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        if (strrchr(parent, '/') == parent)
+                parent[1] = '\0';
+        else if (strrchr(parent, '/'))
+                *strrchr(parent, '/') = '\0';
+        else
+                (void)snprintf(parent, strlen(parent) + 1, ".");
+        w->parent_wd = inotify_add_watch(w->fd, parent, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+        if (w->parent_wd < 0)
+                return log_error_errno(-errno, "Cannot watch %s for %s to appear: %m", parent,
+                                       w->dir);
+        return 0;
+}
+
+/* Reads what inotify has; a deleted runtime directory is watched for again. */
+static int drain(Watch *w) {
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        for (;;) {
+                ssize_t n = read(w->fd, buf, sizeof(buf));
+
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return log_error_errno(-errno, "Cannot read inotify events: %m");
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *e = (const struct inotify_event *)p;
+
+                        if (e->wd == w->dir_wd && (e->mask & (IN_DELETE_SELF | IN_IGNORED))) {
+                                w->dir_wd = -1;
+                                if (w->runtime_fd >= 0)
+                                        (void)close(w->runtime_fd);
+                                w->runtime_fd = -1;
+                        }
+                        p += sizeof(*e) + e->len;
+                }
+        }
+        return watch_runtime_dir(w);
+}
+
+static void progress_line(const Target *t, size_t n, RecordPhase phase) {
+        char line[512];
+        size_t len;
+
+        len = (size_t)snprintf(line, sizeof(line), "Waiting for %s:", wait_phase_to_string(phase));
+        for (size_t i = 0; i < n && len < sizeof(line); i++) {
+                const Target *x = &t[i];
+
+                if (x->verdict == WAIT_REACHED)
+                        len += (size_t)snprintf(line + len, sizeof(line) - len, " %s reached;",
+                                                x->arg);
+                else if (!x->known)
+                        len += (size_t)snprintf(line + len, sizeof(line) - len,
+                                                " %s not seen yet;", x->arg);
+                else
+                        len += (size_t)snprintf(
+                                line + len, sizeof(line) - len, " %s %u.%u%%;", x->volumes,
+                                progress_permille(x->done_bytes, x->size_bytes) / 10,
+                                progress_permille(x->done_bytes, x->size_bytes) % 10);
+        }
+        if (len > 0 && len <= sizeof(line) && line[len - 1] == ';')
+                line[len - 1] = '\0';
+        (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
+}
+
+static void watch_done(Watch *w) {
+        if (w->runtime_fd >= 0)
+                (void)close(w->runtime_fd);
+        if (w->fd >= 0)
+                (void)close(w->fd);
+}
+
+typedef struct Targets {
+        Target *items;
+        size_t n;
+} Targets;
+
+static void targets_done(Targets *l) {
+        for (size_t i = 0; l->items && i < l->n; i++) {
+                for (size_t j = 0; j < l->items[i].n_disks; j++)
+                        free(l->items[i].disks[j]);
+                free(l->items[i].disks);
+        }
+        free(l->items);
+}
+
+static void clear_progress(const WaitOptions *o) {
+        if (o->progress)
+                (void)output_write(STDERR_FILENO, "\r\033[K", 4);
+}
+
+/* The exit status once every target is judged, or -1 to wait on. */
+static int judge_all(const WaitOptions *o, Targets *l, const Snapshot *s, int state_fd,
+                     bool timed_out) {
+        size_t reached = 0, known = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                Target *t = &l->items[i];
+
+                judge(t, s, state_fd, o->phase);
+                if (t->verdict == WAIT_SHORT) {
+                        clear_progress(o);
+                        log_error("%s: %s: %s, %s will not be reached", t->arg, t->volumes,
+                                  t->why, wait_phase_to_string(o->phase));
+                        return WAIT_EXIT_SHORT;
+                }
+                reached += t->verdict == WAIT_REACHED;
+                known += t->known;
+        }
+        if (reached == l->n) {
+                clear_progress(o);
+                for (size_t i = 0; i < l->n; i++)
+                        (void)output_printf(STDOUT_FILENO, "%s: %s: %s reached\n", l->items[i].arg,
+                                            l->items[i].volumes, wait_phase_to_string(o->phase));
+                return EXIT_SUCCESS;
+        }
+        if (!timed_out) {
+                if (o->progress)
+                        progress_line(l->items, l->n, o->phase);
+                return -1;
+        }
+        clear_progress(o);
+        for (size_t i = 0; i < l->n; i++) {
+                const Target *t = &l->items[i];
+
+                if (!t->known)
+                        log_error("%s: no volume by this name was seen", t->arg);
+                else if (t->verdict != WAIT_REACHED)
+                        log_error("%s: %s: %s not reached in time", t->arg, t->volumes,
+                                  wait_phase_to_string(o->phase));
+        }
+        return known < l->n ? WAIT_EXIT_UNKNOWN : WAIT_EXIT_TIMEOUT;
+}
+
+/* Root reads the state files too (saves rename into the directory): a volume hydrated before
+ * this boot whose daemon has not run since. -1 for others, who may not. */
+static int open_state_dir(const WaitOptions *o, int inotify_fd) {
+        _cleanup_close_ int fd = open(o->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0 || inotify_add_watch(inotify_fd, o->state_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+                return -1;
+        return TAKE_FD(fd);
+}
+
+/* How long poll() may sleep: until the deadline, or for ever. Without the runtime directory or
+ * its parent to watch, a look each second: the only case that polls. */
+static int poll_timeout_ms(const Watch *w, uint64_t deadline, uint64_t now) {
+        if (w->dir_wd < 0 && w->parent_wd < 0)
+                return 1000;
+        if (deadline == UINT64_MAX)
+                return -1;
+        return (int)MIN(DIV_ROUND_UP(deadline - now, USEC_PER_MSEC), (uint64_t)INT_MAX);
+}
+
+int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
+        _cleanup_(watch_done) Watch w = {
+                .fd = -1, .dir_wd = -1, .parent_wd = -1, .runtime_fd = -1, .dir = o->runtime_dir};
+        _cleanup_(targets_done) Targets l = {.items = calloc(n_targets, sizeof(Target)),
+                                             .n = n_targets};
+        _cleanup_(snapshot_clear) Snapshot s = {};
+        _cleanup_close_ int state_fd = -1;
+        uint64_t deadline = UINT64_MAX;
+
+        if (!l.items) {
+                log_error_errno(-ENOMEM, "Out of memory");
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < n_targets; i++) {
+                l.items[i].arg = targets[i];
+                if (resolve_target(&l.items[i]) < 0)
+                        return WAIT_EXIT_UNKNOWN;
+        }
+        if (o->timeout_usec != UINT64_MAX)
+                deadline = now_usec(CLOCK_MONOTONIC) + MIN(o->timeout_usec, UINT64_MAX / 2);
+        w.fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (w.fd < 0) {
+                log_error_errno(-errno, "Cannot set up inotify: %m");
+                return EXIT_FAILURE;
+        }
+        if (watch_runtime_dir(&w) < 0)
+                return EXIT_FAILURE;
+        state_fd = open_state_dir(o, w.fd);
+        /* The watches are set before each look, so that nothing written meanwhile is missed. */
+        for (;;) {
+                struct pollfd p = {.fd = w.fd, .events = POLLIN};
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                int r, code;
+
+                r = snapshot_read(&s, w.runtime_fd);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot read %s: %m", w.dir);
+                        return EXIT_FAILURE;
+                }
+                code = judge_all(o, &l, &s, state_fd, now >= deadline);
+                if (code >= 0)
+                        return code;
+                r = poll(&p, 1, poll_timeout_ms(&w, deadline, now));
+                if (r < 0 && errno != EINTR) {
+                        log_error_errno(-errno, "poll() failed: %m");
+                        return EXIT_FAILURE;
+                }
+                if (r > 0 && drain(&w) < 0)
+                        return EXIT_FAILURE;
+        }
+}

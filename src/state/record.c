@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* The volume record (see record.h): its text, and its file in the runtime directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "parse.h"
+#include "record.h"
+
+static const char *const state_names[_RECORD_STATE_MAX] = {
+        [RECORD_HYDRATING] = "hydrating", [RECORD_PAUSED] = "paused",
+        [RECORD_COMPLETED] = "completed", [RECORD_FAILED] = "failed",
+        [RECORD_STOPPED] = "stopped",     [RECORD_DISABLED] = "disabled",
+};
+
+/* The names of plan.h's stages, which D-Bus Phase also uses. */
+static const char *const phase_names[_RECORD_PHASE_MAX] = {
+        [RECORD_PHASE_METADATA] = "metadata", [RECORD_PHASE_HOT] = "hot-paths",
+        [RECORD_PHASE_USED] = "used",         [RECORD_PHASE_FREE] = "free",
+        [RECORD_PHASE_DONE] = "done",
+};
+
+const char *record_state_to_string(RecordState s) {
+        return s >= 0 && s < _RECORD_STATE_MAX ? state_names[s] : NULL;
+}
+
+RecordState record_state_from_string(const char *s) {
+        for (int i = 0; s && i < _RECORD_STATE_MAX; i++)
+                if (strcmp(s, state_names[i]) == 0)
+                        return (RecordState)i;
+        return _RECORD_STATE_INVALID;
+}
+
+const char *record_phase_to_string(RecordPhase p) {
+        return p >= 0 && p < _RECORD_PHASE_MAX ? phase_names[p] : NULL;
+}
+
+RecordPhase record_phase_from_string(const char *s) {
+        for (int i = 0; s && i < _RECORD_PHASE_MAX; i++)
+                if (strcmp(s, phase_names[i]) == 0)
+                        return (RecordPhase)i;
+        return _RECORD_PHASE_INVALID;
+}
+
+int record_format(const VolumeRecord *r, char *buf, size_t size) {
+        const char *state = record_state_to_string(r->state);
+        const char *phase = record_phase_to_string(r->phase);
+        int n;
+
+        if (!state || !phase)
+                return -EINVAL;
+        n = snprintf(buf, size,
+                     "# ebs-hydrate volume record: see ebs-hydrated(8)\n"
+                     "VOLUME_ID=%s\n"
+                     "KERNEL_NAME=%s\n"
+                     "DEVICE_NAME=%s\n"
+                     "STATE=%s\n"
+                     "PHASE=%s\n"
+                     "SIZE_BYTES=%" PRIu64 "\n"
+                     "HYDRATED_BYTES=%" PRIu64 "\n"
+                     "ERRORS=%" PRIu64 "\n"
+                     "FREE_SPACE_COLD=%d\n"
+                     "FS_AWARE=%d\n"
+                     "PID=%ld\n",
+                     r->volume_id, r->kernel_name, r->device_name, state, phase, r->size_bytes,
+                     r->hydrated_bytes, r->errors, r->free_space_cold ? 1 : 0, r->fs_aware ? 1 : 0,
+                     (long)r->pid);
+        if (n < 0 || (size_t)n >= size)
+                return -ENOBUFS;
+        return n;
+}
+
+/* Printable ASCII without spaces, shorter than @size; copied into @dst. */
+static int copy_word(char *dst, size_t size, const char *value, size_t len) {
+        if (len >= size)
+                return -EBADMSG;
+        for (size_t i = 0; i < len; i++)
+                if (value[i] <= ' ' || value[i] > '~')
+                        return -EBADMSG;
+        memcpy(dst, value, len);
+        dst[len] = '\0';
+        return 0;
+}
+
+static int copy_number(uint64_t *dst, uint64_t max, const char *value, size_t len) {
+        char word[24];
+
+        if (copy_word(word, sizeof(word), value, len) < 0)
+                return -EBADMSG;
+        return parse_unsigned(word, 0, max, dst) < 0 ? -EBADMSG : 0;
+}
+
+typedef enum RecordKey {
+        KEY_VOLUME_ID,
+        KEY_KERNEL_NAME,
+        KEY_DEVICE_NAME,
+        KEY_STATE,
+        KEY_PHASE,
+        KEY_SIZE_BYTES,
+        KEY_HYDRATED_BYTES,
+        KEY_ERRORS,
+        KEY_FREE_SPACE_COLD,
+        KEY_FS_AWARE,
+        KEY_PID,
+        _KEY_MAX,
+} RecordKey;
+
+static const char *const key_names[_KEY_MAX] = {
+        [KEY_VOLUME_ID] = "VOLUME_ID",
+        [KEY_KERNEL_NAME] = "KERNEL_NAME",
+        [KEY_DEVICE_NAME] = "DEVICE_NAME",
+        [KEY_STATE] = "STATE",
+        [KEY_PHASE] = "PHASE",
+        [KEY_SIZE_BYTES] = "SIZE_BYTES",
+        [KEY_HYDRATED_BYTES] = "HYDRATED_BYTES",
+        [KEY_ERRORS] = "ERRORS",
+        [KEY_FREE_SPACE_COLD] = "FREE_SPACE_COLD",
+        [KEY_FS_AWARE] = "FS_AWARE",
+        [KEY_PID] = "PID",
+};
+
+static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) {
+        char word[RECORD_WORD_MAX];
+        uint64_t n = 0;
+        int e;
+
+        switch (k) {
+        case KEY_VOLUME_ID:
+                e = copy_word(r->volume_id, sizeof(r->volume_id), v, len);
+                return e < 0 || !state_key_valid(r->volume_id, len) ? -EBADMSG : 0;
+        case KEY_KERNEL_NAME:
+                return copy_word(r->kernel_name, sizeof(r->kernel_name), v, len);
+        case KEY_DEVICE_NAME:
+                return copy_word(r->device_name, sizeof(r->device_name), v, len);
+        case KEY_STATE:
+                if (copy_word(word, sizeof(word), v, len) < 0)
+                        return -EBADMSG;
+                r->state = record_state_from_string(word);
+                return r->state == _RECORD_STATE_INVALID ? -EBADMSG : 0;
+        case KEY_PHASE:
+                if (copy_word(word, sizeof(word), v, len) < 0)
+                        return -EBADMSG;
+                r->phase = record_phase_from_string(word);
+                return r->phase == _RECORD_PHASE_INVALID ? -EBADMSG : 0;
+        case KEY_SIZE_BYTES:
+                return copy_number(&r->size_bytes, UINT64_MAX, v, len);
+        case KEY_HYDRATED_BYTES:
+                return copy_number(&r->hydrated_bytes, UINT64_MAX, v, len);
+        case KEY_ERRORS:
+                return copy_number(&r->errors, UINT64_MAX, v, len);
+        case KEY_FREE_SPACE_COLD:
+                e = copy_number(&n, 1, v, len);
+                r->free_space_cold = n == 1;
+                return e;
+        case KEY_FS_AWARE:
+                e = copy_number(&n, 1, v, len);
+                r->fs_aware = n == 1;
+                return e;
+        case KEY_PID:
+                e = copy_number(&n, INT32_MAX, v, len);
+                r->pid = (pid_t)n;
+                return e;
+        default:
+                return -EBADMSG;
+        }
+}
+
+int record_parse(const char *text, size_t size, VolumeRecord *ret) {
+        VolumeRecord r = {.state = _RECORD_STATE_INVALID, .phase = _RECORD_PHASE_INVALID};
+        bool seen[_KEY_MAX] = {};
+        const char *end = text + size;
+
+        for (const char *line = text; line < end;) {
+                const char *nl = memchr(line, '\n', (size_t)(end - line));
+                const char *eol = nl ?: end, *eq = memchr(line, '=', (size_t)(eol - line));
+                RecordKey k = _KEY_MAX;
+
+                if (eol == line || line[0] == '#') { /* empty line, comment */
+                        line = eol + 1;
+                        continue;
+                }
+                if (!eq)
+                        return -EBADMSG;
+                for (int i = 0; i < _KEY_MAX; i++)
+                        if ((size_t)(eq - line) == strlen(key_names[i]) &&
+                            memcmp(line, key_names[i], (size_t)(eq - line)) == 0)
+                                k = (RecordKey)i;
+                if (k < _KEY_MAX) { /* an unknown key is a newer daemon's: ignored */
+                        if (seen[k] || parse_value(&r, k, eq + 1, (size_t)(eol - eq - 1)) < 0)
+                                return -EBADMSG;
+                        seen[k] = true;
+                }
+                line = eol + 1;
+        }
+        if (!seen[KEY_VOLUME_ID] || !seen[KEY_STATE] || !seen[KEY_PHASE] ||
+            r.hydrated_bytes > r.size_bytes)
+                return -EBADMSG;
+        *ret = r;
+        return 0;
+}
+
+bool record_name_key(const char *name, char ret_key[static STATE_KEY_MAX + 1]) {
+        size_t len = strlen(name), suffix = strlen(RECORD_SUFFIX);
+
+        if (len <= suffix || strcmp(name + len - suffix, RECORD_SUFFIX) != 0 ||
+            !state_key_valid(name, len - suffix))
+                return false;
+        memcpy(ret_key, name, len - suffix);
+        ret_key[len - suffix] = '\0';
+        return true;
+}
+
+int record_save(int dir_fd, const VolumeRecord *r) {
+        char text[RECORD_FILE_MAX], name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)],
+                tmp[STATE_KEY_MAX + sizeof(RECORD_SUFFIX) + 8];
+        _cleanup_close_ int fd = -1;
+        int n = record_format(r, text, sizeof(text)), e = 0;
+        ssize_t w;
+
+        if (n < 0)
+                return n;
+        if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
+                return -EINVAL;
+        (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
+        (void)snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+        /* A leftover of a crash, or something planted: never followed, never written through. */
+        if (unlinkat(dir_fd, tmp, 0) < 0 && errno != ENOENT)
+                return -errno;
+        fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        /* The umask (the unit's is 0077) must not hide the record from the users who wait. */
+        if (fchmod(fd, 0644) < 0)
+                e = -errno;
+        else if ((w = write(fd, text, (size_t)n)) != n)
+                e = w < 0 ? -errno : -EIO;
+        if (e == 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+                e = -errno;
+        if (e < 0)
+                (void)unlinkat(dir_fd, tmp, 0);
+        return e;
+}
+
+int record_load_at(int dir_fd, const char *name, VolumeRecord *ret) {
+        char key[STATE_KEY_MAX + 1];
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -1;
+        VolumeRecord r;
+        struct stat st;
+        size_t size;
+        int e;
+
+        if (!record_name_key(name, key))
+                return -EBADMSG;
+        /* O_NONBLOCK: a FIFO under the name must not hang the reader; fstat() then refuses it. */
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return errno == ELOOP ? -EBADFD : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (st.st_size > RECORD_FILE_MAX)
+                return -EFBIG;
+        e = read_full_fd(fd, RECORD_FILE_MAX, &text, &size);
+        if (e < 0)
+                return e;
+        e = record_parse(text, size, &r);
+        if (e < 0)
+                return e;
+        if (strcmp(r.volume_id, key) != 0)
+                return -EBADMSG;
+        *ret = r;
+        return 0;
+}

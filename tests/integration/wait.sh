@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# ebs-hydratectl wait against ebs-hydrated on real loop devices (ext4 on them, so that the plan
+# has stages): a wait started before the daemon, the phases in their order, a path on the mounted
+# file system, a volume already hydrated (after a "reboot" that empties the runtime directory),
+# an unprivileged caller, runs that end short of the phase, a daemon stopped and started again,
+# timeouts and unknown targets, and a runtime directory others could write to.
+# Usage: wait.sh CASE PATH-TO-ebs-hydrated (ebs-hydratectl beside it)
+CASES=(started-after phase-order path already-hydrated unprivileged short restart
+       timeout-unknown untrusted-runtime-dir)
+. "$(dirname "$0")/cases.sh"
+. "$(dirname "$0")/lib.sh"
+require_root
+
+DAEMON=$(wrapped "$2")
+CTL=$(wrapped "$(dirname "$2")/ebs-hydratectl")
+STATE="$WORK/state"
+CONF="$WORK/conf"
+RT="$WORK/run" # the runtime directory: readable by all, as the unit's is
+mkdir -p "$STATE" "$CONF" "$RT"
+chmod 0700 "$STATE"
+chmod 0711 "$WORK" # nobody may reach $RT, not the state
+chmod 0755 "$RT"
+
+daemon() {
+    RUNTIME_DIRECTORY=$RT "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" \
+        --progress=never "$@"
+}
+
+# start_daemon OUT ARGS...: the daemon in the background, as a process of its own (not a
+# subshell, which a signal would not reach), its output in OUT; its PID in $DPID
+start_daemon() {
+    local out=$1
+    shift
+    RUNTIME_DIRECTORY=$RT "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" \
+        --progress=never "$@" >"$out" 2>&1 &
+    DPID=$!
+}
+
+waitctl() {
+    "$CTL" --runtime-dir="$RT" --state-dir="$STATE" wait "$@"
+}
+
+# make_ext4_loop SIZE: a read-only, direct-I/O loop device over a fresh ext4 image
+make_ext4_loop() {
+    local img
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s "$1" "$img"
+    mkfs.ext4 -q -F "$img"
+    losetup -f --show --direct-io=on --read-only "$img"
+}
+
+record_says() { # KEY FIELD=VALUE
+    grep -qxF "$2" "$RT/$1.record" 2>/dev/null
+}
+
+alive() {
+    kill -0 "$1" 2>/dev/null
+}
+
+# A wait started before any daemon ran (no record yet) returns once the volume is complete, and
+# not before: the record it returned on says so, and the daemon is done.
+case_started_after() {
+    local dev wpid dpid rc=0 out
+    dev=$(make_ext4_loop 256M)
+    waitctl --timeout=120 k1 >"$WORK/wait.out" 2>&1 &
+    wpid=$!
+    sleep 1
+    alive "$wpid" || fail "wait returned before any daemon ran: $(cat "$WORK/wait.out")"
+    start_daemon "$WORK/daemon.out" --state-key=k1 --rate-limit=64M "$dev"
+    dpid=$DPID
+    wait "$wpid" || rc=$?
+    assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
+    record_says k1 STATE=completed || fail "wait returned before the record said completed"
+    wait_for 10 bash -c "! kill -0 $dpid 2>/dev/null" || fail "the daemon did not end"
+    wait "$dpid" || fail "daemon exited $?: $(cat "$WORK/daemon.out")"
+    out=$(cat "$WORK/wait.out")
+    assert_contains "$out" "k1: k1 (${dev#/dev/}): complete reached" "wait's output"
+}
+
+# The stages are reached in their order, each while the rest is still being read.
+case_phase_order() {
+    local dev dpid
+    dev=$(make_ext4_loop 256M)
+    start_daemon "$WORK/daemon.out" --state-key=k2 --rate-limit=16M "$dev"
+    dpid=$DPID
+    waitctl --timeout=60 --phase=metadata k2 || fail "wait --phase=metadata exited $?"
+    alive "$dpid" || fail "metadata was only reached when the daemon ended"
+    grep -Eqx 'PHASE=(hot-paths|used|free)' "$RT/k2.record" ||
+        fail "after metadata the record says $(grep PHASE= "$RT/k2.record")"
+    # A whole-device ext4 without HotPaths= has neither hot paths nor used data beyond its
+    # metadata: "used" comes with the free space.
+    waitctl --timeout=60 --phase=hot k2 || fail "wait --phase=hot exited $?"
+    waitctl --timeout=60 --phase=used k2 || fail "wait --phase=used exited $?"
+    alive "$dpid" || fail "used was only reached when the daemon ended"
+    record_says k2 STATE=hydrating || fail "the record does not say hydrating"
+    waitctl --timeout=60 --phase=complete k2 || fail "wait --phase=complete exited $?"
+    record_says k2 STATE=completed || fail "complete reached, the record says otherwise"
+    wait "$dpid" || fail "daemon exited $?"
+}
+
+# A path on the file system the volume holds names it: the kernel name comes from the mount.
+case_path() {
+    local dev dpid out
+    dev=$(make_ext4_loop 128M)
+    mkdir -p "$WORK/mnt"
+    mount -o ro,noload "$dev" "$WORK/mnt" || skip "cannot mount the ext4 image read-only"
+    start_daemon "$WORK/daemon.out" --state-key=k3 --rate-limit=64M "$dev"
+    dpid=$DPID
+    out=$(waitctl --timeout=60 "$WORK/mnt/lost+found") || fail "wait on a path exited $?: $out"
+    assert_contains "$out" "$WORK/mnt/lost+found: k3 (${dev#/dev/}): complete reached" "output"
+    out=$(waitctl --timeout=5 "$dev") || fail "wait on the device exited $?: $out"
+    umount "$WORK/mnt"
+    wait "$dpid" || fail "daemon exited $?"
+}
+
+# After a reboot the runtime directory is empty: the daemon that udev starts again says "already
+# hydrated" at once, and a wait returns at once. Root also believes the state file alone.
+case_already_hydrated() {
+    local dev out
+    dev=$(make_ext4_loop 64M)
+    daemon --state-key=k4 "$dev" >/dev/null || fail "first run exited $?"
+    rm -f "$RT"/*.record # the reboot
+    out=$(waitctl --timeout=0 k4) || fail "root's wait on the state file alone exited $?: $out"
+    assert_contains "$out" "k4: k4: complete reached" "root, from the state file"
+    expect_exit 6 "nobody, with neither record nor a state file to read" \
+        as_nobody "$CTL" --runtime-dir="$RT" --state-dir="$STATE" wait --timeout=1 k4
+    daemon --state-key=k4 "$dev" >/dev/null || fail "second run exited $?"
+    record_says k4 STATE=completed || fail "the already-hydrated run wrote no completed record"
+    out=$(as_nobody "$CTL" --runtime-dir="$RT" wait --timeout=5 "${dev#/dev/}") ||
+        fail "nobody's wait exited $?: $out"
+}
+
+# Anyone may wait: the records are readable by all, the state is not needed.
+case_unprivileged() {
+    local dev dpid out
+    dev=$(make_ext4_loop 128M)
+    start_daemon "$WORK/daemon.out" --state-key=k5 --rate-limit=32M "$dev"
+    dpid=$DPID
+    out=$(as_nobody "$CTL" --runtime-dir="$RT" wait --timeout=60 k5) ||
+        fail "nobody's wait exited $?: $out"
+    record_says k5 STATE=completed || fail "nobody's wait returned before completion"
+    assert_eq "$(stat -c %a "$RT/k5.record")" 644 "record mode (the daemon's umask aside)"
+    wait "$dpid" || fail "daemon exited $?"
+}
+
+# Runs that end without reaching the phase: Mode=used for "complete", Enabled=no.
+case_short() {
+    local dev dev2 out
+    dev=$(make_ext4_loop 64M)
+    daemon --state-key=k6 --mode=used "$dev" >/dev/null || fail "Mode=used run exited $?"
+    out=$(expect_exit 3 "wait for complete after Mode=used" waitctl --timeout=5 k6)
+    assert_contains "$out" "Mode=used" "why"
+    waitctl --timeout=5 --phase=used k6 >/dev/null || fail "Mode=used did not reach used"
+    dev2=$(make_ext4_loop 64M)
+    printf '[Match]\nKernelName=%s\n[Hydrate]\nEnabled=no\n' "${dev2#/dev/}" \
+        >"$CONF/hydrate.conf"
+    daemon --state-key=k7 "$dev2" >/dev/null || fail "disabled run exited $?"
+    out=$(expect_exit 3 "wait on a disabled volume" waitctl --timeout=5 --phase=metadata k7)
+    assert_contains "$out" "disabled by configuration" "why"
+    rm "$CONF/hydrate.conf"
+}
+
+# A daemon stopped midway says so; the wait goes on, and ends when a new one finishes.
+case_restart() {
+    local dev wpid dpid rc=0
+    dev=$(make_ext4_loop 256M)
+    waitctl --timeout=120 k8 >"$WORK/wait.out" 2>&1 &
+    wpid=$!
+    start_daemon "$WORK/daemon.out" --state-key=k8 --rate-limit=32M "$dev"
+    dpid=$DPID
+    sleep 2
+    kill -TERM "$dpid"
+    wait "$dpid" || true
+    record_says k8 STATE=stopped || fail "a stopped run's record says $(grep STATE= "$RT/k8.record")"
+    sleep 1
+    alive "$wpid" || fail "wait ended on a stopped run: $(cat "$WORK/wait.out")"
+    daemon --state-key=k8 "$dev" >/dev/null || fail "the resumed run exited $?"
+    wait "$wpid" || rc=$?
+    assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
+}
+
+case_timeout_unknown() {
+    local dev dpid out
+    dev=$(make_ext4_loop 256M)
+    start_daemon "$WORK/daemon.out" --state-key=k9 --rate-limit=8M "$dev"
+    dpid=$DPID
+    wait_for 10 test -e "$RT/k9.record" || fail "no record"
+    out=$(expect_exit 5 "a volume still hydrating" waitctl --timeout=1 k9)
+    assert_contains "$out" "complete not reached in time" "timeout message"
+    out=$(expect_exit 6 "a name no volume has" waitctl --timeout=1 vol-nosuch)
+    assert_contains "$out" "no volume by this name was seen" "unknown message"
+    # A path that no volume can hold is unknown at once: waiting could not help.
+    out=$(expect_exit 6 "/proc" waitctl /proc)
+    assert_contains "$out" "is not on a block device" "/proc"
+    expect_exit 2 "a bad --phase" waitctl --phase=free k9 >/dev/null
+    expect_exit 2 "--phase for status" "$CTL" --phase=used status >/dev/null
+    expect_exit 2 "no target" waitctl >/dev/null
+    kill -TERM "$dpid"
+    wait "$dpid" || true
+}
+
+# A runtime directory that others could write to is not used: they could write "completed".
+case_untrusted_runtime_dir() {
+    local dev out
+    dev=$(make_ext4_loop 64M)
+    chmod 0777 "$RT"
+    out=$(daemon --state-key=k10 "$dev" 2>&1) || fail "run exited $?: $out"
+    assert_contains "$out" "writable by group or others" "the warning"
+    [ ! -e "$RT/k10.record" ] || fail "a record was written where others can write"
+    assert_contains "$out" "k10: hydrated" "the hydration itself"
+    chmod 0755 "$RT"
+}
+
+run_case

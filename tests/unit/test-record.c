@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The volume record (src/state/record.c): its text both ways, what the parser refuses, and its
+ * file: written whole and world-readable whatever the umask, never read through a link, a FIFO
+ * or a file too large, nor under another volume's name.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "record.h"
+
+static VolumeRecord sample(void) {
+        VolumeRecord r = {
+                .state = RECORD_HYDRATING,
+                .phase = RECORD_PHASE_HOT,
+                .size_bytes = UINT64_C(8) << 30,
+                .hydrated_bytes = UINT64_C(3) << 30,
+                .errors = 2,
+                .fs_aware = true,
+                .pid = 4242,
+        };
+
+        strcpy(r.volume_id, "vol-0123456789abcdef0");
+        strcpy(r.kernel_name, "nvme1n1");
+        strcpy(r.device_name, "sdf");
+        return r;
+}
+
+static void test_round_trip(void **state) {
+        VolumeRecord r = sample(), back;
+        char text[RECORD_FILE_MAX];
+        int n;
+
+        (void)state;
+        for (RecordState s = 0; s < _RECORD_STATE_MAX; s++)
+                for (RecordPhase p = 0; p < _RECORD_PHASE_MAX; p++) {
+                        r.state = s;
+                        r.phase = p;
+                        r.free_space_cold = s == RECORD_COMPLETED;
+                        n = record_format(&r, text, sizeof(text));
+                        assert_true(n > 0);
+                        assert_int_equal(record_parse(text, (size_t)n, &back), 0);
+                        assert_string_equal(back.volume_id, r.volume_id);
+                        assert_string_equal(back.kernel_name, "nvme1n1");
+                        assert_string_equal(back.device_name, "sdf");
+                        assert_int_equal(back.state, s);
+                        assert_int_equal(back.phase, p);
+                        assert_int_equal(back.size_bytes, r.size_bytes);
+                        assert_int_equal(back.hydrated_bytes, r.hydrated_bytes);
+                        assert_int_equal(back.errors, 2);
+                        assert_int_equal(back.free_space_cold, r.free_space_cold);
+                        assert_true(back.fs_aware);
+                        assert_int_equal(back.pid, 4242);
+                }
+        assert_string_equal(record_phase_to_string(RECORD_PHASE_HOT), "hot-paths");
+        assert_int_equal(record_phase_from_string("hot-paths"), RECORD_PHASE_HOT);
+        assert_int_equal(record_state_from_string("disabled"), RECORD_DISABLED);
+        assert_int_equal(record_format(&r, text, 40), -ENOBUFS);
+}
+
+static int parse(const char *text) {
+        VolumeRecord r;
+
+        return record_parse(text, strlen(text), &r);
+}
+
+static void test_parse_refuses(void **state) {
+        (void)state;
+        /* the minimum: a volume, a state, a phase */
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\n"), 0);
+        /* comments, blank lines, a last line without newline, and a newer daemon's keys */
+        assert_int_equal(parse("# x\n\nVOLUME_ID=v\nNEW_KEY=what ever\nSTATE=paused\nPHASE=used"),
+                         0);
+        assert_int_equal(parse("STATE=paused\nPHASE=used\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nPHASE=used\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=asleep\nPHASE=used\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=later\n"), -EBADMSG);
+        /* twice the same key: which one would be meant? */
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nSTATE=completed\nPHASE=used\n"),
+                         -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\ngarbage\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=.hidden\nSTATE=paused\nPHASE=used\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v w\nSTATE=paused\nPHASE=used\n"), -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nKERNEL_NAME=a\tb\nSTATE=paused\nPHASE=used\n"),
+                         -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nKERNEL_NAME="
+                               "0123456789012345678901234567890123456789012345678901234567890123"
+                               "\nSTATE=paused\nPHASE=used\n"),
+                         -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nSIZE_BYTES=-1\n"),
+                         -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nFS_AWARE=2\n"), -EBADMSG);
+        /* more hydrated than there is */
+        assert_int_equal(
+                parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nSIZE_BYTES=1\nHYDRATED_BYTES=2\n"),
+                -EBADMSG);
+        /* a NUL inside */
+        assert_int_equal(record_parse("VOLUME_ID=v\0\nSTATE=paused\nPHASE=used\n", 37,
+                                      &(VolumeRecord){}),
+                         -EBADMSG);
+}
+
+static void test_save_and_load(void **state) {
+        _cleanup_free_ char *dir = fixture_tmpdir("test-record");
+        _cleanup_close_ int fd = -1;
+        VolumeRecord r = sample(), back;
+        char path[512];
+        struct stat st;
+        mode_t old;
+
+        (void)state;
+        assert_non_null(dir);
+        fd = open(dir, O_RDONLY | O_DIRECTORY);
+        assert_true(fd >= 0);
+        old = umask(0077); /* the unit's */
+        assert_int_equal(record_save(fd, &r), 0);
+        umask(old);
+        snprintf(path, sizeof(path), "%s/vol-0123456789abcdef0.record", dir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0644);
+        assert_int_equal(record_load_at(fd, "vol-0123456789abcdef0.record", &back), 0);
+        assert_int_equal(back.phase, RECORD_PHASE_HOT);
+        /* replaced whole */
+        r.phase = RECORD_PHASE_USED;
+        assert_int_equal(record_save(fd, &r), 0);
+        assert_int_equal(record_load_at(fd, "vol-0123456789abcdef0.record", &back), 0);
+        assert_int_equal(back.phase, RECORD_PHASE_USED);
+        /* a leftover temporary file (a crash) or a link planted under its name is replaced */
+        assert_int_equal(symlinkat("/etc/passwd", fd, ".vol-0123456789abcdef0.record.tmp"), 0);
+        assert_int_equal(record_save(fd, &r), 0);
+        assert_int_equal(faccessat(fd, ".vol-0123456789abcdef0.record.tmp", F_OK,
+                                   AT_SYMLINK_NOFOLLOW),
+                         -1);
+        /* under another volume's name */
+        assert_int_equal(renameat(fd, "vol-0123456789abcdef0.record", fd, "vol-other.record"), 0);
+        assert_int_equal(record_load_at(fd, "vol-other.record", &back), -EBADMSG);
+        /* not records */
+        assert_int_equal(symlinkat("vol-other.record", fd, "link.record"), 0);
+        assert_int_equal(record_load_at(fd, "link.record", &back), -EBADFD);
+        assert_int_equal(mkfifoat(fd, "fifo.record", 0644), 0);
+        assert_int_equal(record_load_at(fd, "fifo.record", &back), -EBADFD);
+        assert_int_equal(mkdirat(fd, "dir.record", 0755), 0);
+        assert_int_equal(record_load_at(fd, "dir.record", &back), -EBADFD);
+        assert_int_equal(record_load_at(fd, "vol-other.state", &back), -EBADMSG);
+        assert_int_equal(record_load_at(fd, "missing.record", &back), -ENOENT);
+        {
+                char big[RECORD_FILE_MAX + 2];
+
+                memset(big, '#', sizeof(big));
+                snprintf(path, sizeof(path), "%s/big.record", dir);
+                fixture_write_bytes(dir, "big.record", big, sizeof(big));
+                assert_int_equal(record_load_at(fd, "big.record", &back), -EFBIG);
+        }
+        assert_int_equal(rm_rf(dir), 0);
+}
+
+static void test_name_key(void **state) {
+        char key[STATE_KEY_MAX + 1];
+
+        (void)state;
+        assert_true(record_name_key("vol-1.record", key));
+        assert_string_equal(key, "vol-1");
+        assert_false(record_name_key(".record", key));
+        assert_false(record_name_key(".vol-1.record.tmp", key));
+        assert_false(record_name_key("vol-1.state", key));
+        assert_false(record_name_key(".hidden.record", key));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_round_trip),
+                cmocka_unit_test(test_parse_refuses),
+                cmocka_unit_test(test_save_and_load),
+                cmocka_unit_test(test_name_key),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
