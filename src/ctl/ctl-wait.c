@@ -221,6 +221,65 @@ static int add_disks_of(Target *t, const char *dir, unsigned depth) {
         return any ? 0 : add_disk(t, strrchr(resolved, '/') + 1);
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape_octal(char *s) {
+        char *w = s;
+
+        for (char *r = s; *r; w++)
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+                    r[3] >= '0' && r[3] <= '7') {
+                        *w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
+                        r += 4;
+                } else
+                        *w = *r++;
+        *w = '\0';
+}
+
+/* Does the mount point @mnt hold @path (both absolute, without "..")? */
+static size_t mount_holds(const char *mnt, const char *path) {
+        size_t n = strlen(mnt);
+
+        if (strcmp(mnt, "/") == 0)
+                return 1;
+        return strncmp(path, mnt, n) == 0 && (path[n] == '/' || path[n] == '\0') ? n : 0;
+}
+
+/*
+ * The block device that the file system holding @path was mounted from, by the mount table:
+ * for file systems whose files have an anonymous st_dev (btrfs gives each subvolume one). The
+ * innermost mount that holds the path, if its source is a block device; -ENODEV otherwise.
+ */
+static int mount_source(const char *path, dev_t *ret) {
+        _cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_free_ char *line = NULL, *real = realpath(path, NULL);
+        char best[PATH_MAX] = "";
+        size_t size = 0, best_len = 0;
+        struct stat st;
+
+        if (!f || !real)
+                return -errno;
+        while (getline(&line, &size, f) > 0) {
+                char mnt[PATH_MAX], source[PATH_MAX], *sep = strstr(line, " - ");
+                size_t n;
+
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ... */
+                if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mnt) != 1 ||
+                    sscanf(sep, " - %*s %4095s", source) != 1)
+                        continue;
+                unescape_octal(mnt);
+                unescape_octal(source);
+                n = mount_holds(mnt, real);
+                if (n > 0 && n >= best_len) { /* the later of two mounts on one point wins */
+                        best_len = n;
+                        memcpy(best, source, sizeof(best));
+                }
+        }
+        if (best[0] != '/' || stat(best, &st) < 0 || !S_ISBLK(st.st_mode))
+                return -ENODEV;
+        *ret = st.st_rdev;
+        return 0;
+}
+
 /*
  * A TARGET with a '/' is a path: a block device, or a file on a mounted file system, whose disks
  * are waited for. One under /dev/ that does not exist is a mapping name (/dev/sdf). Returns 0,
@@ -248,6 +307,13 @@ static int resolve_target(Target *t) {
         if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum), minor(devnum)) < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
         r = add_disks_of(t, dir, 0);
+        if (r == -ENOENT && !S_ISBLK(st.st_mode) && mount_source(t->arg, &devnum) >= 0) {
+                free(dir);
+                if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum),
+                             minor(devnum)) < 0)
+                        return log_error_errno(-ENOMEM, "Out of memory");
+                r = add_disks_of(t, dir, 0);
+        }
         if (r == -ENOMEM)
                 return log_error_errno(r, "Out of memory");
         if (r < 0)

@@ -20,8 +20,6 @@
 
 #define FSMAP_BATCH 1024u
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
-
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape_octal(char *s) {
         char *w = s;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,7 @@ static inline void closep(int *fd) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)

@@ -6,7 +6,7 @@
 # an unprivileged caller, runs that end short of the phase, a daemon stopped and started again,
 # timeouts and unknown targets, and a runtime directory others could write to.
 # Usage: wait.sh CASE PATH-TO-ebs-hydrated (ebs-hydratectl beside it)
-CASES=(started-after phase-order path already-hydrated unprivileged short restart
+CASES=(started-after phase-order path btrfs-path already-hydrated unprivileged short restart
        timeout-unknown untrusted-runtime-dir)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
@@ -110,6 +110,27 @@ case_path() {
     out=$(waitctl --timeout=60 "$WORK/mnt/lost+found") || fail "wait on a path exited $?: $out"
     assert_contains "$out" "$WORK/mnt/lost+found: k3 (${dev#/dev/}): complete reached" "output"
     out=$(waitctl --timeout=5 "$dev") || fail "wait on the device exited $?: $out"
+    umount "$WORK/mnt"
+    wait "$dpid" || fail "daemon exited $?"
+}
+
+# Files on btrfs have an anonymous st_dev, not the disk's: the mount's source names the disk.
+case_btrfs_path() {
+    local img dev dpid out
+    command -v mkfs.btrfs >/dev/null || skip "no mkfs.btrfs (btrfs-progs)"
+    grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || skip "no btrfs in the kernel"
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s 256M "$img"
+    mkfs.btrfs -q -f "$img" >/dev/null
+    dev=$(losetup -f --show --direct-io=on --read-only "$img")
+    mkdir -p "$WORK/mnt"
+    mount -o ro "$dev" "$WORK/mnt" || skip "cannot mount the btrfs image read-only"
+    [ "$(stat -c %d "$WORK/mnt")" != "$(stat -c %d "$dev")" ] ||
+        echo "note: this kernel gives btrfs files the disk's own device number"
+    start_daemon "$WORK/daemon.out" --state-key=k11 --rate-limit=64M "$dev"
+    dpid=$DPID
+    out=$(waitctl --timeout=60 "$WORK/mnt") || fail "wait on a btrfs path exited $?: $out"
+    assert_contains "$out" "k11 (${dev#/dev/}): complete reached" "output"
     umount "$WORK/mnt"
     wait "$dpid" || fail "daemon exited $?"
 }

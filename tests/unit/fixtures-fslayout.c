@@ -99,11 +99,6 @@ char *output_of(const char *format, ...) {
         return buf;
 }
 
-void fclosep(FILE **f) {
-        if (*f)
-                (void)fclose(*f);
-}
-
 char *free_string(char *s) {
         free(s);
         return NULL;

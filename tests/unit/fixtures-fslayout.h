@@ -41,7 +41,6 @@ int fixture_teardown(void **state);
 int run(const char *format, ...) _printf_(1, 2);
 /* The standard output of a shell command that must succeed (freed by the caller). */
 char *output_of(const char *format, ...) _printf_(1, 2);
-void fclosep(FILE **f);
 char *free_string(char *s);
 bool have(const char *tool);
 
