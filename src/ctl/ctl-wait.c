@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ebs-hydratectl wait (see ctl-wait.h). The records are re-read whenever inotify says the
+ * ebs-hydratectl wait (see ctl-wait.h): what the targets name, and the watching; the verdict on
+ * one record is ctl-wait-verdict.c's. The records are re-read whenever inotify says the
  * runtime directory (or, for root, the state directory) changed: there is no polling, and a
  * daemon that stops, restarts or starts after us is seen by the records it writes.
  */
@@ -26,134 +27,6 @@
 #include "state.h"
 #include "sysfs.h"
 #include "time-util.h"
-
-int wait_phase_from_string(const char *s, RecordPhase *ret) {
-        static const struct {
-                const char *name;
-                RecordPhase phase;
-        } names[] = {
-                {"metadata", RECORD_PHASE_METADATA}, {"hot", RECORD_PHASE_HOT},
-                {"hot-paths", RECORD_PHASE_HOT},     {"used", RECORD_PHASE_USED},
-                {"complete", RECORD_PHASE_DONE},
-        };
-
-        for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
-                if (strcmp(s, names[i].name) == 0) {
-                        *ret = names[i].phase;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-const char *wait_phase_to_string(RecordPhase p) {
-        switch (p) {
-        case RECORD_PHASE_METADATA:
-                return "metadata";
-        case RECORD_PHASE_HOT:
-                return "hot";
-        case RECORD_PHASE_USED:
-                return "used";
-        case RECORD_PHASE_DONE:
-                return "complete";
-        default:
-                return NULL;
-        }
-}
-
-int wait_parse_timeout(const char *s, uint64_t *ret_usec) {
-        static const struct {
-                const char *suffix;
-                uint64_t usec;
-        } units[] = {
-                {"", USEC_PER_SEC},           {"ms", USEC_PER_MSEC},
-                {"s", USEC_PER_SEC},          {"sec", USEC_PER_SEC},
-                {"m", 60 * USEC_PER_SEC},     {"min", 60 * USEC_PER_SEC},
-                {"h", 3600 * USEC_PER_SEC},   {"d", 86400 * USEC_PER_SEC},
-        };
-        char digits[24];
-        size_t n;
-        uint64_t v;
-
-        if (!s)
-                return -EINVAL;
-        if (strcmp(s, "infinity") == 0) {
-                *ret_usec = UINT64_MAX;
-                return 0;
-        }
-        n = strspn(s, "0123456789");
-        if (n == 0 || n >= sizeof(digits))
-                return -EINVAL;
-        memcpy(digits, s, n);
-        digits[n] = '\0';
-        if (parse_unsigned(digits, 0, UINT64_MAX, &v) < 0)
-                return -EINVAL;
-        for (size_t i = 0; i < ELEMENTSOF(units); i++)
-                if (strcmp(s + n, units[i].suffix) == 0) {
-                        if (v > (UINT64_MAX - 1) / units[i].usec)
-                                return -EINVAL;
-                        *ret_usec = v * units[i].usec;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-WaitVerdict wait_verdict(const VolumeRecord *r, RecordPhase phase, const char **ret_why) {
-        RecordPhase at = r->phase;
-        bool reached;
-
-        *ret_why = NULL;
-        if (!r->fs_aware && phase < RECORD_PHASE_USED)
-                phase = RECORD_PHASE_USED; /* metadata and hot paths are not known apart */
-        if (phase == RECORD_PHASE_DONE)
-                reached = r->state == RECORD_COMPLETED && !r->free_space_cold;
-        else
-                reached = r->state == RECORD_COMPLETED || at > phase;
-        if (reached)
-                return WAIT_REACHED;
-        switch (r->state) {
-        case RECORD_FAILED:
-                *ret_why = r->errors > 0 ? "finished with unreadable ranges" : "failed";
-                return WAIT_SHORT;
-        case RECORD_DISABLED:
-                *ret_why = "hydration disabled by configuration (Enabled=no)";
-                return WAIT_SHORT;
-        case RECORD_COMPLETED: /* only Mode=used stops short of complete */
-                *ret_why = "completed by a Mode=used run: free space stays cold";
-                return WAIT_SHORT;
-        default:
-                return WAIT_PENDING;
-        }
-}
-
-/* "/dev/sdf", "xvdf" and "sdf" are one mapping name. */
-static const char *mapping_name(const char *s) {
-        if (strncmp(s, "/dev/", 5) == 0)
-                s += 5;
-        return s;
-}
-
-static bool mapping_names_equal(const char *a, const char *b) {
-        a = mapping_name(a);
-        b = mapping_name(b);
-        if (strncmp(a, "xvd", 3) == 0)
-                a += 2; /* "xvdf" -> "df", compared with "sdf" + 1 */
-        else if (strncmp(a, "sd", 2) == 0)
-                a += 1;
-        else
-                return strcmp(a, b) == 0;
-        if (strncmp(b, "xvd", 3) == 0)
-                b += 2;
-        else if (strncmp(b, "sd", 2) == 0)
-                b += 1;
-        else
-                return false;
-        return strcmp(a, b) == 0;
-}
-
-bool wait_name_matches(const VolumeRecord *r, const char *name) {
-        return streq_ptr(r->volume_id, name) || streq_ptr(r->kernel_name, name) ||
-               (r->device_name[0] && mapping_names_equal(r->device_name, name));
-}
 
 /* --- targets --- */
 

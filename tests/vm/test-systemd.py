@@ -11,7 +11,8 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
   b1  while it runs, systemctl status shows STATUS= in the documented format
   b2  the D-Bus object's properties (root and non-root), methods root-only
   b3  Pause over D-Bus stops the reads (the rig's overlay stops growing), Resume restarts them
-  b4  ebs-hydratectl status --json reports the volume
+  b4  ebs-hydratectl status --json reports the volume; the installed bash completion offers
+      it (and ebs-hydrated's its disk)
   m   the metrics timer the package enabled: without node_exporter's textfile directory each
       run of its service is skipped (condition), nothing fails, nothing is logged, and the
       timer goes on firing; once the directory exists, the timer alone writes
@@ -425,6 +426,30 @@ def step_b4(m):
     check(isinstance(v.get("percent"), float), "ctl json: percent", repr(v.get("percent")))
     for key in ("rate_bytes_per_second", "eta_seconds"):
         check(isinstance(v.get(key), int), "ctl json: %s" % key, repr(v.get(key)))
+    # The bash completion the package installed, driven as bash drives it, with the real
+    # ebs-hydratectl behind it: the running volume's id and kernel name, and its disk.
+    m.write_file("/root/complete.sh", GUEST_COMPLETE)
+    out = m.succeed("bash --norc --noprofile /root/complete.sh 'ebs-hydratectl status '")
+    check(vol.volume_id in out.split() and vol.kname in out.split(),
+          "bash completion of ebs-hydratectl status offers the running volume", out)
+    out = m.succeed("bash --norc --noprofile /root/complete.sh 'ebs-hydrated /dev/nvme'")
+    check("/dev/" + vol.kname in out.split(),
+          "bash completion of ebs-hydrated offers its disk", out)
+
+
+# Drives the completion installed for the command of $1 as bash does (COMP_WORDS, COMP_CWORD,
+# COMP_LINE, COMP_POINT) and prints what it offers; compopt works only under readline.
+GUEST_COMPLETE = r"""line=$1
+read -ra COMP_WORDS <<<"$line"
+[[ $line == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) COMP_LINE=$line COMP_POINT=${#line}
+compopt() { :; }
+. "/usr/share/bash-completion/completions/${COMP_WORDS[0]}" || exit 3
+spec=$(complete -p "${COMP_WORDS[0]}") || exit 3
+[[ $spec =~ -F\ ([^ ]+) ]] || exit 3
+"${BASH_REMATCH[1]}" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"""
 
 
 def step_c1(m):
