@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,53 +103,68 @@ int write_full_fd(int fd, const void *buf, size_t size) {
 }
 
 /* "dir/.base.XXXXXX" for mkostemp(), and "dir" into *ret_dir; both malloc'ed. */
-static int temp_name_for(const char *path, char **ret_template, char **ret_dir) {
+/* A name for a temporary file beside @name in its directory: "." + @name + "." + 6 random
+ * letters (node_exporter and the like skip dot files). */
+static int temp_name(const char *name, char *buf, size_t size) {
+        static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+        uint8_t rnd[6];
+        int n;
+
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                return -errno ?: -EIO;
+        n = snprintf(buf, size, ".%s.", name);
+        if (n < 0 || (size_t)n + sizeof(rnd) >= size)
+                return -ENAMETOOLONG;
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                buf[n + i] = letters[rnd[i] % (sizeof(letters) - 1)];
+        buf[n + sizeof(rnd)] = '\0';
+        return 0;
+}
+
+int write_file_atomic_at(int dir_fd, const char *name, const void *buf, size_t size, mode_t mode,
+                         WriteAtomicFlags flags) {
+        char tmp[NAME_MAX + 1];
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return -EISDIR;
+        for (unsigned tries = 0; fd < 0; tries++) {
+                r = temp_name(name, tmp, sizeof(tmp));
+                if (r < 0)
+                        return r;
+                /* O_EXCL: never through a planted link, never over someone else's file */
+                fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                            mode);
+                if (fd < 0 && (errno != EEXIST || tries >= 100))
+                        return -errno;
+        }
+        r = fchmod(fd, mode) < 0 ? -errno : 0; /* whatever the umask */
+        if (r >= 0)
+                r = write_full_fd(fd, buf, size);
+        if (r >= 0 && (flags & WRITE_ATOMIC_SYNC) && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void)unlinkat(dir_fd, tmp, 0);
+                return r;
+        }
+        if ((flags & WRITE_ATOMIC_SYNC) && fsync(dir_fd) < 0)
+                return -errno;
+        return 0;
+}
+
+int write_file_atomic(const char *path, const void *buf, size_t size, mode_t mode) {
         _cleanup_free_ char *copy_dir = strdup(path), *copy_base = strdup(path);
-        _cleanup_free_ char *dir = NULL, *template = NULL;
+        _cleanup_close_ int dir_fd = -1;
         const char *base;
 
         if (!copy_dir || !copy_base)
                 return -ENOMEM;
         base = basename(copy_base);
-        if (!base[0] || strcmp(base, "/") == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-                return -EISDIR;
-        dir = strdup(dirname(copy_dir));
-        if (!dir || asprintf(&template, "%s/.%s.XXXXXX", dir, base) < 0)
-                return -ENOMEM;
-        *ret_template = TAKE_PTR(template);
-        *ret_dir = TAKE_PTR(dir);
-        return 0;
-}
-
-static int fsync_dir(const char *dir) {
-        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-        if (fd < 0)
+        dir_fd = open(dirname(copy_dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
                 return -errno;
-        return fsync(fd) < 0 ? -errno : 0;
-}
-
-int write_file_atomic(const char *path, const void *buf, size_t size, mode_t mode) {
-        _cleanup_free_ char *tmp = NULL, *dir = NULL;
-        _cleanup_close_ int fd = -1;
-        int r;
-
-        r = temp_name_for(path, &tmp, &dir);
-        if (r < 0)
-                return r;
-        fd = mkostemp(tmp, O_CLOEXEC); /* O_CREAT | O_EXCL, never through a planted link */
-        if (fd < 0)
-                return -errno;
-        r = fchmod(fd, mode) < 0 ? -errno : 0;
-        if (r >= 0)
-                r = write_full_fd(fd, buf, size);
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, path) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlink(tmp);
-                return r;
-        }
-        return fsync_dir(dir);
+        return write_file_atomic_at(dir_fd, base, buf, size, mode, WRITE_ATOMIC_SYNC);
 }

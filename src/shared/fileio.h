@@ -44,3 +44,14 @@ int write_full_fd(int fd, const void *buf, size_t size);
  * already replaced).
  */
 int write_file_atomic(const char *path, const void *buf, size_t size, mode_t mode);
+
+typedef enum WriteAtomicFlags {
+        WRITE_ATOMIC_SYNC = 1 << 0, /* fsync the file before the rename, the directory after */
+} WriteAtomicFlags;
+
+/*
+ * write_file_atomic_at() - write_file_atomic() for @name in the directory @dir_fd; the fsyncs
+ * only with WRITE_ATOMIC_SYNC (a file on tmpfs needs none). -EISDIR for a name that is not one.
+ */
+int write_file_atomic_at(int dir_fd, const char *name, const void *buf, size_t size, mode_t mode,
+                         WriteAtomicFlags flags);

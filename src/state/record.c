@@ -216,34 +216,17 @@ bool record_name_key(const char *name, char ret_key[static STATE_KEY_MAX + 1]) {
 }
 
 int record_save(int dir_fd, const VolumeRecord *r) {
-        char text[RECORD_FILE_MAX], name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)],
-                tmp[STATE_KEY_MAX + sizeof(RECORD_SUFFIX) + 8];
-        _cleanup_close_ int fd = -1;
-        int n = record_format(r, text, sizeof(text)), e = 0;
-        ssize_t w;
+        char text[RECORD_FILE_MAX], name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)];
+        int n = record_format(r, text, sizeof(text));
 
         if (n < 0)
                 return n;
         if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
                 return -EINVAL;
         (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
-        (void)snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-        /* A leftover of a crash, or something planted: never followed, never written through. */
-        if (unlinkat(dir_fd, tmp, 0) < 0 && errno != ENOENT)
-                return -errno;
-        fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        /* The umask (the unit's is 0077) must not hide the record from the users who wait. */
-        if (fchmod(fd, 0644) < 0)
-                e = -errno;
-        else if ((w = write(fd, text, (size_t)n)) != n)
-                e = w < 0 ? -errno : -EIO;
-        if (e == 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
-                e = -errno;
-        if (e < 0)
-                (void)unlinkat(dir_fd, tmp, 0);
-        return e;
+        /* Mode 0644 whatever the umask (the unit's is 0077): the waiters are other users. No
+         * fsync: the runtime directory is on tmpfs, and a record does not outlive a boot. */
+        return write_file_atomic_at(dir_fd, name, text, (size_t)n, 0644, 0);
 }
 
 int record_load_at(int dir_fd, const char *name, VolumeRecord *ret) {

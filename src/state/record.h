@@ -79,7 +79,8 @@ int record_parse(const char *text, size_t size, VolumeRecord *ret);
 
 /*
  * record_save() - write @r as "<volume_id>.record" in @dir_fd, through a temporary file and a
- * rename (mode 0644), so that a reader sees the old record or the new one. Returns 0 or -errno.
+ * rename (mode 0644; write_file_atomic_at()), so that a reader sees the old record or the new
+ * one. Returns 0 or -errno.
  */
 int record_save(int dir_fd, const VolumeRecord *r);
 

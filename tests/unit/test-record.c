@@ -4,6 +4,7 @@
  * file: written whole and world-readable whatever the umask, never read through a link, a FIFO
  * or a file too large, nor under another volume's name.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -137,12 +138,35 @@ static void test_save_and_load(void **state) {
         assert_int_equal(record_save(fd, &r), 0);
         assert_int_equal(record_load_at(fd, "vol-0123456789abcdef0.record", &back), 0);
         assert_int_equal(back.phase, RECORD_PHASE_USED);
-        /* a leftover temporary file (a crash) or a link planted under its name is replaced */
-        assert_int_equal(symlinkat("/etc/passwd", fd, ".vol-0123456789abcdef0.record.tmp"), 0);
-        assert_int_equal(record_save(fd, &r), 0);
-        assert_int_equal(faccessat(fd, ".vol-0123456789abcdef0.record.tmp", F_OK,
-                                   AT_SYMLINK_NOFOLLOW),
-                         -1);
+        /* a link planted under its name is replaced, never written through */
+        assert_int_equal(stat("/etc/passwd", &st), 0);
+        {
+                struct stat target = st, link;
+
+                assert_int_equal(unlinkat(fd, "vol-0123456789abcdef0.record", 0), 0);
+                assert_int_equal(symlinkat("/etc/passwd", fd, "vol-0123456789abcdef0.record"), 0);
+                assert_int_equal(record_save(fd, &r), 0);
+                assert_int_equal(fstatat(fd, "vol-0123456789abcdef0.record", &link,
+                                         AT_SYMLINK_NOFOLLOW),
+                                 0);
+                assert_true(S_ISREG(link.st_mode));
+                assert_int_equal(stat("/etc/passwd", &st), 0);
+                assert_int_equal(st.st_size, target.st_size);
+                assert_int_equal(st.st_mtim.tv_nsec, target.st_mtim.tv_nsec);
+        }
+        /* and no temporary file is left behind */
+        {
+                DIR *d = opendir(dir);
+                struct dirent *de;
+                int n = 0;
+
+                assert_non_null(d);
+                while ((de = readdir(d)))
+                        n += de->d_name[0] == '.' && strcmp(de->d_name, ".") != 0 &&
+                             strcmp(de->d_name, "..") != 0;
+                closedir(d);
+                assert_int_equal(n, 0);
+        }
         /* under another volume's name */
         assert_int_equal(renameat(fd, "vol-0123456789abcdef0.record", fd, "vol-other.record"), 0);
         assert_int_equal(record_load_at(fd, "vol-other.record", &back), -EBADMSG);
