@@ -7,7 +7,7 @@
 # timeouts and unknown targets, and a runtime directory others could write to.
 # Usage: wait.sh CASE PATH-TO-ebs-hydrated (ebs-hydratectl beside it)
 CASES=(started-after phase-order path btrfs-path already-hydrated unprivileged short restart
-       timeout-unknown untrusted-runtime-dir)
+       timeout-unknown untrusted-runtime-dir progress-line)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -219,6 +219,24 @@ case_timeout_unknown() {
     expect_exit 2 "no target" waitctl >/dev/null
     kill -TERM "$dpid"
     wait "$dpid" || true
+}
+
+# On a terminal, a progress line on stderr while it waits, cleared at the end; none in a pipe.
+case_progress_line() {
+    local dev dpid out
+    command -v script >/dev/null || skip "no script(1) to give it a terminal"
+    dev=$(make_ext4_loop 128M)
+    start_daemon "$WORK/daemon.out" --state-key=k12 --rate-limit=32M "$dev"
+    dpid=$DPID
+    script -qec "$(printf '%q ' "$CTL" --runtime-dir="$RT" wait --timeout=60 k12)" \
+        "$WORK/tty.out" >/dev/null || fail "wait on a terminal exited $?: $(cat "$WORK/tty.out")"
+    out=$(tr '\r' '\n' <"$WORK/tty.out")
+    assert_contains "$out" "Waiting for complete: k12 (${dev#/dev/})" "the progress line"
+    echo "$out" | grep -Eq 'k12 \(loop[0-9]+\) [0-9]+\.[0-9]%' || fail "no percentage: $out"
+    assert_contains "$out" "k12: k12 (${dev#/dev/}): complete reached" "the final line"
+    wait "$dpid" || fail "daemon exited $?"
+    out=$(waitctl --timeout=5 k12 2>&1)
+    assert_not_contains "$out" "Waiting for" "output in a pipe"
 }
 
 # A runtime directory that others could write to is not used: they could write "completed".
