@@ -37,7 +37,8 @@ typedef struct Target {
         size_t n_disks, n_disks_allocated;
         WaitVerdict verdict;
         const char *why;
-        bool known; /* a record or state file names it */
+        bool known;          /* a record or state file names it (every disk of a path) */
+        const char *missing; /* a disk of a path that no record names */
         char volumes[256]; /* "vol-1 (nvme1n1)": what it was found to be, for messages */
         uint64_t done_bytes, size_bytes;
 } Target;
@@ -165,7 +166,14 @@ static int resolve_target(Target *t) {
         int r;
 
         if (!strchr(t->arg, '/')) {
-                t->name = t->arg;
+                /* A kernel name (a disk, a partition, a device-mapper device): its disks. */
+                if (asprintf(&dir, "%s/class/block/%s", sysfs_root(), t->arg) < 0)
+                        return log_error_errno(-ENOMEM, "Out of memory");
+                r = t->arg[0] != '.' ? add_disks_of(t, dir, 0) : -ENOENT;
+                if (r == -ENOMEM)
+                        return log_error_errno(r, "Out of memory");
+                if (r < 0) /* a volume id, a mapping name, or a disk not attached yet */
+                        t->name = t->arg;
                 return 0;
         }
         if (stat(t->arg, &st) < 0) {
@@ -211,32 +219,39 @@ static void snapshot_clear(Snapshot *s) {
         *s = (Snapshot){};
 }
 
-static int snapshot_read(Snapshot *s, int dir_fd) {
+/*
+ * Reads every record in @dir. A directory that group or others may write to (without the sticky
+ * bit) is refused with -EPERM: anyone could plant "completed" there; so is, in any directory, a
+ * record owned by another user than the directory's owner or root. A missing directory is empty.
+ */
+static int snapshot_read(Snapshot *s, const char *dir) {
         _cleanup_(closedirp) DIR *d = NULL;
+        struct stat dst;
         struct dirent *de;
-        int fd;
 
         s->n = 0;
-        if (dir_fd < 0)
-                return 0;
-        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                (void)close(fd);
-                return -errno;
-        }
+        d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : log_error_errno(-errno, "Cannot read %s: %m", dir);
+        if (fstat(dirfd(d), &dst) < 0)
+                return log_error_errno(-errno, "Cannot stat %s: %m", dir);
+        if ((dst.st_mode & 0022) && !(dst.st_mode & S_ISVTX))
+                return log_error_errno(-EPERM,
+                                       "%s is writable by group or others (mode %04o): its "
+                                       "records cannot be trusted",
+                                       dir, (unsigned)(dst.st_mode & 07777));
         while ((de = readdir(d))) {
                 VolumeRecord r;
                 struct stat st;
 
-                if (record_load_at(dir_fd, de->d_name, &r) < 0 ||
-                    fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue; /* not a record, half gone, or not ours to trust */
+                if (de->d_name[0] == '.' ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    (st.st_uid != dst.st_uid && st.st_uid != 0) ||
+                    record_load_at(dirfd(d), de->d_name, &r) < 0)
+                        continue; /* not a record, half gone, or not one to trust */
                 if (ARRAY_GROW(s->records, s->allocated, s->n + 1) < 0 ||
                     ARRAY_GROW(s->mtimes, s->mtimes_allocated, s->n + 1) < 0)
-                        return -ENOMEM;
+                        return log_error_errno(-ENOMEM, "Out of memory");
                 s->records[s->n] = r;
                 s->mtimes[s->n] = st.st_mtim;
                 s->n++;
@@ -248,15 +263,33 @@ static bool newer(const struct timespec *a, const struct timespec *b) {
         return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec : a->tv_nsec > b->tv_nsec;
 }
 
-/* The newest record that @name names (kernel names are reused by other volumes later). */
+/*
+ * Is the disk of @r attached now, as it was when the record was written? Kernel and mapping names
+ * are given again to other volumes (one detached, another attached), and records stay until the
+ * next boot: the kernel's sequence number of the attachment tells them apart. Records without it
+ * (older kernels) are believed.
+ */
+static bool record_attached(const VolumeRecord *r) {
+        uint64_t seq;
+
+        if (r->diskseq == 0)
+                return true;
+        return sysfs_disk_seq(r->kernel_name, &seq) >= 0 && seq == r->diskseq;
+}
+
+/* The newest record that @name names: by its volume id, which no other volume has, or by a
+ * kernel or mapping name, then only for the attachment of the disk that is there now. */
 static const VolumeRecord *find_by_name(const Snapshot *s, const char *name, bool kernel_only) {
         const VolumeRecord *best = NULL;
         size_t best_i = 0;
 
         for (size_t i = 0; i < s->n; i++) {
-                bool m = kernel_only ? streq_ptr(s->records[i].kernel_name, name)
-                                     : wait_name_matches(&s->records[i], name);
+                const VolumeRecord *r = &s->records[i];
+                bool m = kernel_only ? streq_ptr(r->kernel_name, name)
+                                     : wait_name_matches(r, name);
 
+                if (m && !streq_ptr(r->volume_id, name) && !record_attached(r))
+                        continue;
                 if (m && (!best || newer(&s->mtimes[i], &s->mtimes[best_i]))) {
                         best = &s->records[i];
                         best_i = i;
@@ -320,11 +353,13 @@ static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase)
                 t->verdict = wait_verdict(r, phase, &t->why);
                 return;
         }
+        t->missing = NULL;
         for (size_t i = 0; i < t->n_disks; i++) {
                 r = find_by_name(s, t->disks[i], true);
-                if (!r)
+                if (!r) {
+                        t->missing = t->missing ?: t->disks[i];
                         continue;
-                t->known = true;
+                }
                 note_volume(t, r);
                 switch (wait_verdict(r, phase, &why)) {
                 case WAIT_REACHED:
@@ -338,6 +373,7 @@ static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase)
                         break;
                 }
         }
+        t->known = !t->missing;
         if (reached == t->n_disks)
                 t->verdict = WAIT_REACHED;
 }
@@ -346,48 +382,42 @@ static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase)
 
 typedef struct Watch {
         int fd;          /* inotify */
-        int dir_wd;      /* the runtime directory, or -1 until it exists */
-        int parent_wd;   /* its parent, while it does not */
-        int runtime_fd;  /* the runtime directory, or -1 */
-        const char *dir; /* its path */
+        int parent_wd;   /* the runtime directory's parent, for it to appear, go, or be replaced */
+        int dir_wd;      /* the runtime directory, while it is there */
+        const char *dir; /* the runtime directory */
+        char *parent;
 } Watch;
 
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
 
-/* Watches the runtime directory if it exists, else its parent until it does. */
-static int watch_runtime_dir(Watch *w) {
-        _cleanup_free_ char *parent = NULL;
-
-        if (w->runtime_fd >= 0)
-                return 0;
-        w->dir_wd = inotify_add_watch(w->fd, w->dir, WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF);
-        if (w->dir_wd >= 0) {
-                w->runtime_fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                return w->runtime_fd < 0 ? -errno : 0;
+/*
+ * (Re)adds the watches: the parent's until it is set, the directory's each time, since it may be
+ * another directory under the same name now (inotify watches an inode, not a path). Nothing is
+ * held open: a directory removed or replaced is seen through its parent, or, where the parent may
+ * not be read (a caller without the right), by its own removal, after which it is looked for each
+ * second. A missing directory is no error.
+ */
+static int watch_dirs(Watch *w) {
+        if (w->parent_wd < 0) {
+                w->parent_wd = inotify_add_watch(w->fd, w->parent,
+                                                 WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF |
+                                                         IN_MOVE_SELF);
+                if (w->parent_wd < 0 && errno != ENOENT && errno != EACCES)
+                        return log_error_errno(-errno, "Cannot watch %s: %m", w->parent);
         }
-        if (errno != ENOENT)
+        w->dir_wd = inotify_add_watch(w->fd, w->dir,
+                                      WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
+        if (w->dir_wd < 0 && errno != ENOENT && errno != ENOTDIR)
                 return log_error_errno(-errno, "Cannot watch %s: %m", w->dir);
-        if (w->parent_wd >= 0)
-                return 0;
-        parent = strdup(w->dir);
-        if (!parent)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        if (strrchr(parent, '/') == parent)
-                parent[1] = '\0';
-        else if (strrchr(parent, '/'))
-                *strrchr(parent, '/') = '\0';
-        else
-                (void)snprintf(parent, strlen(parent) + 1, ".");
-        w->parent_wd = inotify_add_watch(w->fd, parent, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-        if (w->parent_wd < 0)
-                return log_error_errno(-errno, "Cannot watch %s for %s to appear: %m", parent,
-                                       w->dir);
         return 0;
 }
 
-/* Reads what inotify has; a deleted runtime directory is watched for again. */
+/* Reads what inotify has: 1 if something other than a dot file (a temporary file being
+ * written, a daemon's or a metrics run's) changed, else 0; or -errno. */
 static int drain(Watch *w) {
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool relevant = false;
+        int r;
 
         for (;;) {
                 ssize_t n = read(w->fd, buf, sizeof(buf));
@@ -401,16 +431,19 @@ static int drain(Watch *w) {
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *e = (const struct inotify_event *)p;
 
-                        if (e->wd == w->dir_wd && (e->mask & (IN_DELETE_SELF | IN_IGNORED))) {
+                        if (e->wd == w->parent_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF |
+                                                                 IN_MOVE_SELF)))
+                                w->parent_wd = -1; /* looked for again below, else each second */
+                        if (e->wd == w->dir_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF |
+                                                              IN_MOVE_SELF)))
                                 w->dir_wd = -1;
-                                if (w->runtime_fd >= 0)
-                                        (void)close(w->runtime_fd);
-                                w->runtime_fd = -1;
-                        }
+                        if (e->len == 0 || e->name[0] != '.' || (e->mask & IN_Q_OVERFLOW))
+                                relevant = true;
                         p += sizeof(*e) + e->len;
                 }
         }
-        return watch_runtime_dir(w);
+        r = watch_dirs(w);
+        return r < 0 ? r : relevant;
 }
 
 static void progress_line(const Target *t, size_t n, RecordPhase phase) {
@@ -439,10 +472,9 @@ static void progress_line(const Target *t, size_t n, RecordPhase phase) {
 }
 
 static void watch_done(Watch *w) {
-        if (w->runtime_fd >= 0)
-                (void)close(w->runtime_fd);
         if (w->fd >= 0)
                 (void)close(w->fd);
+        free(w->parent);
 }
 
 typedef struct Targets {
@@ -498,7 +530,10 @@ static int judge_all(const WaitOptions *o, Targets *l, const Snapshot *s, int st
         for (size_t i = 0; i < l->n; i++) {
                 const Target *t = &l->items[i];
 
-                if (!t->known)
+                if (t->missing)
+                        log_error("%s: no ebs-hydrated run was seen for its disk %s", t->arg,
+                                  t->missing);
+                else if (!t->known)
                         log_error("%s: no volume by this name was seen", t->arg);
                 else if (t->verdict != WAIT_REACHED)
                         log_error("%s: %s: %s not reached in time", t->arg, t->volumes,
@@ -517,10 +552,10 @@ static int open_state_dir(const WaitOptions *o, int inotify_fd) {
         return TAKE_FD(fd);
 }
 
-/* How long poll() may sleep: until the deadline, or for ever. Without the runtime directory or
- * its parent to watch, a look each second: the only case that polls. */
+/* How long poll() may sleep: until the deadline, or for ever. Without even the runtime
+ * directory's parent to watch, a look each second: the only case that polls. */
 static int poll_timeout_ms(const Watch *w, uint64_t deadline, uint64_t now) {
-        if (w->dir_wd < 0 && w->parent_wd < 0)
+        if (w->parent_wd < 0 && w->dir_wd < 0)
                 return 1000;
         if (deadline == UINT64_MAX)
                 return -1;
@@ -529,12 +564,14 @@ static int poll_timeout_ms(const Watch *w, uint64_t deadline, uint64_t now) {
 
 int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
         _cleanup_(watch_done) Watch w = {
-                .fd = -1, .dir_wd = -1, .parent_wd = -1, .runtime_fd = -1, .dir = o->runtime_dir};
+                .fd = -1, .parent_wd = -1, .dir_wd = -1, .dir = o->runtime_dir};
         _cleanup_(targets_done) Targets l = {.items = calloc(n_targets, sizeof(Target)),
                                              .n = n_targets};
         _cleanup_(snapshot_clear) Snapshot s = {};
         _cleanup_close_ int state_fd = -1;
         uint64_t deadline = UINT64_MAX;
+        bool look = true;
+        char *slash;
 
         if (!l.items) {
                 log_error_errno(-ENOMEM, "Out of memory");
@@ -542,17 +579,31 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
         }
         for (size_t i = 0; i < n_targets; i++) {
                 l.items[i].arg = targets[i];
+                if (!targets[i][0]) {
+                        log_error("An empty TARGET names nothing (see --help)");
+                        return EXIT_USAGE_ERROR;
+                }
                 if (resolve_target(&l.items[i]) < 0)
                         return WAIT_EXIT_UNKNOWN;
         }
         if (o->timeout_usec != UINT64_MAX)
                 deadline = now_usec(CLOCK_MONOTONIC) + MIN(o->timeout_usec, UINT64_MAX / 2);
+        w.parent = strdup(o->runtime_dir);
+        if (!w.parent) {
+                log_error_errno(-ENOMEM, "Out of memory");
+                return EXIT_FAILURE;
+        }
+        slash = strrchr(w.parent, '/');
+        if (!slash)
+                strcpy(w.parent, ".");
+        else
+                slash[slash == w.parent] = '\0'; /* "/run/x" -> "/run", "/x" -> "/" */
         w.fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         if (w.fd < 0) {
                 log_error_errno(-errno, "Cannot set up inotify: %m");
                 return EXIT_FAILURE;
         }
-        if (watch_runtime_dir(&w) < 0)
+        if (watch_dirs(&w) < 0)
                 return EXIT_FAILURE;
         state_fd = open_state_dir(o, w.fd);
         /* The watches are set before each look, so that nothing written meanwhile is missed. */
@@ -561,11 +612,8 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
                 int r, code;
 
-                r = snapshot_read(&s, w.runtime_fd);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot read %s: %m", w.dir);
+                if (look && snapshot_read(&s, w.dir) < 0)
                         return EXIT_FAILURE;
-                }
                 code = judge_all(o, &l, &s, state_fd, now >= deadline);
                 if (code >= 0)
                         return code;
@@ -574,7 +622,14 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
                         log_error_errno(-errno, "poll() failed: %m");
                         return EXIT_FAILURE;
                 }
-                if (r > 0 && drain(&w) < 0)
+                look = r == 0 && w.parent_wd < 0 && w.dir_wd < 0; /* the once-a-second look */
+                if (look && watch_dirs(&w) < 0)
                         return EXIT_FAILURE;
+                if (r > 0) {
+                        r = drain(&w);
+                        if (r < 0)
+                                return EXIT_FAILURE;
+                        look = r > 0;
+                }
         }
 }

@@ -14,6 +14,7 @@
 #include "record.h"
 
 enum {
+        EXIT_USAGE_ERROR = 2,  /* as every ebs-hydratectl command */
         WAIT_EXIT_SHORT = 3,   /* finished without reaching the phase: failed, unreadable
                                   ranges, Mode=used for "complete", Enabled=no */
         WAIT_EXIT_TIMEOUT = 5, /* --timeout passed, every target known */

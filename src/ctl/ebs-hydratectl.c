@@ -155,7 +155,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case ARG_TIMEOUT:
                         if (wait_parse_timeout(optarg, &a->timeout_usec) < 0) {
                                 log_error("Invalid --timeout '%s': expected seconds, a number "
-                                          "with ms, s, min, h or d, or infinity",
+                                          "with ms, s, sec, m, min, h or d, or infinity",
                                           optarg);
                                 return -EINVAL;
                         }

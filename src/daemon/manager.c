@@ -5,6 +5,7 @@
  * all phrased by report.c) and says how it ended.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ typedef struct Run {
         int code;     /* the exit status decided before the hydrator started, or -1 */
         /* The volume record for ebs-hydratectl wait (record.h): */
         int runtime_fd;      /* -1: none is written */
+        char *runtime_dir;   /* its path, to open it again if it is replaced */
         VolumeRecord record; /* its identity fields; the rest comes from the hydrator */
         char record_text[RECORD_FILE_MAX]; /* what was last written, "" before */
         bool record_failed;                /* said once */
@@ -137,6 +139,11 @@ static void publish_record(Run *run, RecordState forced) {
         if (record_format(&r, text, sizeof(text)) < 0 || streq_ptr(text, run->record_text))
                 return;
         e = record_save(run->runtime_fd, &r);
+        if (e == -ENOENT) { /* the directory was removed (or replaced) under us: open it again */
+                (void)close(run->runtime_fd);
+                run->runtime_fd = prepare_runtime_dir(NULL);
+                e = run->runtime_fd < 0 ? run->runtime_fd : record_save(run->runtime_fd, &r);
+        }
         if (e < 0) {
                 if (!run->record_failed)
                         log_warning_errno(e,
@@ -549,8 +556,57 @@ static void run_done(Run *run) {
         sd_event_source_disable_unref(run->status_timer);
         sd_event_unref(run->event);
         free(run->state_dir);
+        free(run->runtime_dir);
         if (run->runtime_fd >= 0)
                 (void)close(run->runtime_fd);
+}
+
+/*
+ * The record's last word when the run ends before the hydrator could say it, or says it wrongly
+ * for a waiter: @otherwise, unless the state says the volume is hydrated already (then
+ * "completed": a service waiting for it may start); nothing while another run holds the volume
+ * (the record is that run's). The state directory is only looked at, if it may be trusted: its
+ * troubles are not this record's.
+ */
+static void last_record(Run *run, const Args *a, const char *key, RecordState otherwise) {
+        _cleanup_(state_freep) HydrateState *s = NULL;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1, lock_fd = -1;
+        struct stat st;
+
+        if (run->runtime_fd < 0)
+                return;
+        if (prepare_state_dir_path(a, &path) >= 0)
+                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) >= 0 && state_dir_verdict(&st, geteuid()) == 0) {
+                lock_fd = state_lock(fd, key);
+                if (lock_fd == -EBUSY)
+                        return;
+                if (state_load(fd, key, &s) >= 0 && streq_ptr(s->key, key) &&
+                    (s->complete || s->used_complete)) {
+                        run->record.hydrated_bytes = MIN(chunkmap_done_bytes(s->map),
+                                                         run->record.size_bytes);
+                        publish_record(run, RECORD_COMPLETED);
+                        return;
+                }
+        }
+        publish_record(run, otherwise);
+}
+
+/*
+ * How the run ended, for the record, so that no waiter is left with "hydrating": 0 keeps what
+ * the run wrote (completed); 2 and 3 are final ("failed"); 1 and 4 are not: the unit restarts a
+ * run that failed (Restart=on-failure) and udev one whose volume comes back, and the next run
+ * resumes ("stopped"). Nothing when another run holds the volume.
+ */
+static void end_record(Run *run, const Args *a, const char *key, int r) {
+        int code = r >= 0 ? r : report_exit_status_errno(r);
+
+        if (r == -EBUSY || code == REPORT_EXIT_COMPLETE)
+                return;
+        last_record(run, a, key,
+                    code == REPORT_EXIT_USAGE || code == REPORT_EXIT_UNREADABLE ? RECORD_FAILED
+                                                                                : RECORD_STOPPED);
 }
 
 static int set_up_event_loop(Run *run) {
@@ -593,16 +649,18 @@ int manager_run(const Args *a, int *ret_signal) {
         r = prepare_state_key(a, &id, key, sizeof(key));
         if (r < 0)
                 return r;
-        r = prepare_settings(a, &id, &settings);
-        if (r < 0)
-                return r;
-        run.runtime_fd = prepare_runtime_dir();
+        /* From here on a waiter hears how the run ended, whatever stops it (end_record()). */
+        run.runtime_fd = prepare_runtime_dir(&run.runtime_dir);
         run.record = (VolumeRecord){.size_bytes = dev.size, .pid = getpid()};
         set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
         set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name), id.kernel_name);
         set_record_word(run.record.device_name, sizeof(run.record.device_name), id.device_name);
-        if (!settings.enabled) {
-                publish_record(&run, RECORD_DISABLED);
+        /* Which attachment of the disk this is: a record of another volume once attached under
+         * the same kernel name must not answer for this one (0 on kernels without it). */
+        (void)sysfs_disk_seq(dev.kernel_name, &run.record.diskseq);
+        r = prepare_settings(a, &id, &settings);
+        if (r >= 0 && !settings.enabled) {
+                last_record(&run, a, key, RECORD_DISABLED);
                 (void)output_printf(STDOUT_FILENO,
                                     "%s: hydration disabled by configuration (Enabled=no), "
                                     "nothing to do\n",
@@ -611,13 +669,13 @@ int manager_run(const Args *a, int *ret_signal) {
                                  key);
                 return REPORT_EXIT_COMPLETE;
         }
-        dir_fd = prepare_state_dir(a, &run.state_dir);
-        if (dir_fd < 0)
-                return dir_fd;
-        if (set_up_event_loop(&run) < 0)
-                r = REPORT_EXIT_FAILED;
-        else
-                r = hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
+        if (r >= 0)
+                r = dir_fd = prepare_state_dir(a, &run.state_dir);
+        if (r >= 0)
+                r = set_up_event_loop(&run) < 0
+                            ? REPORT_EXIT_FAILED
+                            : hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
+        end_record(&run, a, key, r);
         *ret_signal = run.signal;
         return r;
 }

@@ -117,18 +117,31 @@ static int check_state_dir(int fd, const char *dir) {
         }
 }
 
-int prepare_runtime_dir(void) {
-        _cleanup_free_ char *env = NULL;
-        _cleanup_close_ int fd = -1;
-        const char *dir = EBS_HYDRATE_RUNTIME_DIR;
-        struct stat st;
+/* The first entry of the colon-separated list in $@var (systemd's StateDirectory= and the like
+ * set such lists), malloc'ed; NULL if unset, or -ENOMEM. */
+static int env_first_dir(const char *var, char **ret) {
+        const char *v = getenv(var);
 
-        if (getenv("RUNTIME_DIRECTORY")) {
-                env = strndup(getenv("RUNTIME_DIRECTORY"),
-                              strcspn(getenv("RUNTIME_DIRECTORY"), ":"));
-                if (!env)
+        *ret = NULL;
+        if (!v)
+                return 0;
+        *ret = strndup(v, strcspn(v, ":"));
+        return *ret ? 0 : log_error_errno(-ENOMEM, "Out of memory");
+}
+
+int prepare_runtime_dir(char **ret_path) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        r = env_first_dir("RUNTIME_DIRECTORY", &dir);
+        if (r < 0)
+                return r;
+        if (!dir) {
+                dir = strdup(EBS_HYDRATE_RUNTIME_DIR);
+                if (!dir)
                         return log_error_errno(-ENOMEM, "Out of memory");
-                dir = env;
         }
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return log_warning_errno(-errno,
@@ -143,33 +156,51 @@ int prepare_runtime_dir(void) {
                                          dir);
         if (fstat(fd, &st) < 0)
                 return log_warning_errno(-errno, "Cannot stat runtime directory %s: %m", dir);
-        if (st.st_uid != geteuid() || (st.st_mode & 0022)) {
-                log_warning("Runtime directory %s belongs to uid %u or is writable by group or "
-                            "others (mode %04o): not writing the volume record there, whose "
-                            "readers must be able to trust it",
-                            dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        /* Root may write into the service user's directory (a run by hand beside the unit's):
+         * nobody else can write there either. */
+        if (st.st_uid != geteuid() && geteuid() != 0) {
+                log_warning("Runtime directory %s belongs to uid %u, not to uid %u that runs "
+                            "this: no volume record for ebs-hydratectl wait",
+                            dir, (unsigned)st.st_uid, (unsigned)geteuid());
+                return -EPERM;
+        }
+        if (st.st_mode & 0022) {
+                log_warning("Runtime directory %s is writable by group or others (mode %04o): "
+                            "not writing the volume record there, whose readers must be able to "
+                            "trust it",
+                            dir, (unsigned)(st.st_mode & 07777));
                 return -EPERM;
         }
         /* Readable by all: unprivileged services wait on these records. */
         if ((st.st_mode & 0555) != 0555 && fchmod(fd, 0755) < 0)
                 return log_warning_errno(-errno, "Cannot make %s readable to all: %m", dir);
+        if (ret_path)
+                *ret_path = TAKE_PTR(dir);
         return TAKE_FD(fd);
 }
 
-int prepare_state_dir(const Args *a, char **ret_path) {
-        _cleanup_free_ char *env = NULL;
-        _cleanup_close_ int fd = -1;
-        const char *dir = a->state_dir;
+int prepare_state_dir_path(const Args *a, char **ret_path) {
         int r;
 
-        if (!dir && getenv("STATE_DIRECTORY")) {
-                env = strndup(getenv("STATE_DIRECTORY"), strcspn(getenv("STATE_DIRECTORY"), ":"));
-                if (!env)
-                        return log_error_errno(-ENOMEM, "Out of memory");
-                dir = env;
+        if (a->state_dir) {
+                *ret_path = strdup(a->state_dir);
+                return *ret_path ? 0 : log_error_errno(-ENOMEM, "Out of memory");
         }
-        if (!dir)
-                dir = EBS_HYDRATE_STATE_DIR;
+        r = env_first_dir("STATE_DIRECTORY", ret_path);
+        if (r < 0 || *ret_path)
+                return r;
+        *ret_path = strdup(EBS_HYDRATE_STATE_DIR);
+        return *ret_path ? 0 : log_error_errno(-ENOMEM, "Out of memory");
+}
+
+int prepare_state_dir(const Args *a, char **ret_path) {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        r = prepare_state_dir_path(a, &dir);
+        if (r < 0)
+                return r;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return log_error_errno(-errno, "Cannot create state directory %s: %m", dir);
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -178,8 +209,6 @@ int prepare_state_dir(const Args *a, char **ret_path) {
         r = check_state_dir(fd, dir);
         if (r < 0)
                 return r;
-        *ret_path = strdup(dir);
-        if (!*ret_path)
-                return log_error_errno(-ENOMEM, "Out of memory");
+        *ret_path = TAKE_PTR(dir);
         return TAKE_FD(fd);
 }

@@ -20,11 +20,15 @@ int prepare_settings(const Args *a, const DeviceIdentity *id, HydrateSettings *r
 /*
  * prepare_runtime_dir() - create (0755) and open the directory of the volume records that
  * "ebs-hydratectl wait" follows: $RUNTIME_DIRECTORY (the unit's RuntimeDirectory=), else
- * EBS_HYDRATE_RUNTIME_DIR. It must be ours and writable by us alone: whoever else could write
- * there could tell a waiting service that a volume is hydrated. Returns its descriptor, or
- * -errno after a warning: a run without records still hydrates.
+ * EBS_HYDRATE_RUNTIME_DIR. It must be ours (or we root) and writable by its owner alone: whoever
+ * else could write there could tell a waiting service that a volume is hydrated. Returns its
+ * descriptor (and its path in *@ret_path, unless NULL), or -errno after a warning: a run
+ * without records still hydrates.
  */
-int prepare_runtime_dir(void);
+int prepare_runtime_dir(char **ret_path);
+
+/* prepare_state_dir_path() - --state-dir, else $STATE_DIRECTORY, else the default. */
+int prepare_state_dir_path(const Args *a, char **ret_path);
 
 /* prepare_state_dir() - create (0700) and open the state directory, checked to be ours alone.
  * Returns its descriptor and its path in *@ret_path. */

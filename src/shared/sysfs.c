@@ -3,6 +3,8 @@
  * sysfs attributes (sysfs.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
@@ -61,4 +63,14 @@ int sysfs_read_devnum_at(int dir_fd, const char *path, dev_t *ret) {
                 return -EBADMSG;
         *ret = makedev((unsigned)maj, (unsigned)mnr);
         return 0;
+}
+
+int sysfs_disk_seq(const char *kernel_name, uint64_t *ret) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!kernel_name[0] || strchr(kernel_name, '/') || kernel_name[0] == '.')
+                return -EINVAL;
+        if (asprintf(&path, "%s/block/%s/diskseq", sysfs_root(), kernel_name) < 0)
+                return -ENOMEM;
+        return sysfs_read_u64_at(AT_FDCWD, path, ret);
 }

@@ -29,6 +29,11 @@ int sysfs_read_attr_at(int dir_fd, const char *path, char **ret);
  * sysfs_read_attr_at(), or -EBADMSG if the value is not a number that fits. */
 int sysfs_read_u64_at(int dir_fd, const char *path, uint64_t *ret);
 
+/* sysfs_disk_seq() - the kernel's sequence number of the disk @kernel_name's attachment
+ * (block/NAME/diskseq, Linux 5.15 and later): a disk detached and another attached under the
+ * same name differ in it. The errors of sysfs_read_u64_at() (-ENOENT on older kernels). */
+int sysfs_disk_seq(const char *kernel_name, uint64_t *ret);
+
 /* sysfs_read_devnum_at() - an attribute that is a device number ("259:1\n", a block device's
  * "dev"). The errors of sysfs_read_attr_at(), or -EBADMSG if the value is not MAJ:MIN. */
 int sysfs_read_devnum_at(int dir_fd, const char *path, dev_t *ret);

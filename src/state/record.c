@@ -66,10 +66,11 @@ int record_format(const VolumeRecord *r, char *buf, size_t size) {
                      "ERRORS=%" PRIu64 "\n"
                      "FREE_SPACE_COLD=%d\n"
                      "FS_AWARE=%d\n"
+                     "DISKSEQ=%" PRIu64 "\n"
                      "PID=%ld\n",
                      r->volume_id, r->kernel_name, r->device_name, state, phase, r->size_bytes,
                      r->hydrated_bytes, r->errors, r->free_space_cold ? 1 : 0, r->fs_aware ? 1 : 0,
-                     (long)r->pid);
+                     r->diskseq, (long)r->pid);
         if (n < 0 || (size_t)n >= size)
                 return -ENOBUFS;
         return n;
@@ -106,6 +107,7 @@ typedef enum RecordKey {
         KEY_ERRORS,
         KEY_FREE_SPACE_COLD,
         KEY_FS_AWARE,
+        KEY_DISKSEQ,
         KEY_PID,
         _KEY_MAX,
 } RecordKey;
@@ -121,6 +123,7 @@ static const char *const key_names[_KEY_MAX] = {
         [KEY_ERRORS] = "ERRORS",
         [KEY_FREE_SPACE_COLD] = "FREE_SPACE_COLD",
         [KEY_FS_AWARE] = "FS_AWARE",
+        [KEY_DISKSEQ] = "DISKSEQ",
         [KEY_PID] = "PID",
 };
 
@@ -157,6 +160,8 @@ static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) 
                 e = copy_number(&n, 1, v, len);
                 r->free_space_cold = n == 1;
                 return e;
+        case KEY_DISKSEQ:
+                return copy_number(&r->diskseq, UINT64_MAX, v, len);
         case KEY_FS_AWARE:
                 e = copy_number(&n, 1, v, len);
                 r->fs_aware = n == 1;

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_assert(strcmp(back.device_name, r.device_name) == 0);
         fuzz_assert(back.state == r.state && back.phase == r.phase);
         fuzz_assert(back.size_bytes == r.size_bytes && back.hydrated_bytes == r.hydrated_bytes);
-        fuzz_assert(back.errors == r.errors && back.pid == r.pid);
+        fuzz_assert(back.errors == r.errors && back.pid == r.pid && back.diskseq == r.diskseq);
         fuzz_assert(back.free_space_cold == r.free_space_cold && back.fs_aware == r.fs_aware);
         m = record_format(&back, again, sizeof(again));
         fuzz_assert(m == n && memcmp(text, again, (size_t)n) == 0);

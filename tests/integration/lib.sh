@@ -24,6 +24,9 @@ require_root() {
 }
 
 WORK=$(mktemp -d /var/tmp/ebs-hydrate-test.XXXXXX)
+# The daemons the tests start keep their volume records here, not in the machine's
+# /run/ebs-hydrate (tests/integration/wait.sh sets its own).
+export RUNTIME_DIRECTORY="$WORK/run"
 
 # $EBS_HYDRATE_WRAPPER: a command, words separated by ';', that the programs under test run
 # under, such as valgrind and its options (EBS_HYDRATE_TEST_WRAPPER in tests/CMakeLists.txt).

@@ -7,7 +7,8 @@
 # timeouts and unknown targets, and a runtime directory others could write to.
 # Usage: wait.sh CASE PATH-TO-ebs-hydrated (ebs-hydratectl beside it)
 CASES=(started-after phase-order path btrfs-path already-hydrated unprivileged short restart
-       timeout-unknown untrusted-runtime-dir progress-line)
+       timeout-unknown untrusted-runtime-dir progress-line ends-short-of-a-run lock-busy
+       runtime-dir-replaced)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -237,6 +238,61 @@ case_progress_line() {
     wait "$dpid" || fail "daemon exited $?"
     out=$(waitctl --timeout=5 k12 2>&1)
     assert_not_contains "$out" "Waiting for" "output in a pipe"
+}
+
+# A run that cannot start still leaves a last word: "failed" for what waits for a person (a bad
+# configuration: the unit does not restart it), "completed" if the state says the volume is
+# hydrated whatever stops this run (Enabled=no included).
+case_ends_short_of_a_run() {
+    local dev dev2 out
+    dev=$(make_ext4_loop 64M)
+    daemon --state-key=k13 "$dev" >/dev/null || fail "first run exited $?"
+    printf '[Hydrate]\nRateLimit=banana\n' >"$CONF/hydrate.conf"
+    expect_exit 2 "a run with a bad configuration" daemon --state-key=k13 "$dev" >/dev/null
+    record_says k13 STATE=completed || fail "a bad configuration unsaid a hydrated volume"
+    waitctl --timeout=5 k13 >/dev/null || fail "wait on the hydrated volume exited $?"
+    dev2=$(make_ext4_loop 64M)
+    expect_exit 2 "a first run with a bad configuration" daemon --state-key=k14 "$dev2" >/dev/null
+    record_says k14 STATE=failed || fail "the failed start left $(cat "$RT/k14.record" 2>&1)"
+    out=$(expect_exit 3 "wait on a volume whose run cannot start" waitctl --timeout=30 k14)
+    assert_contains "$out" "will not be reached" "message"
+    printf '[Hydrate]\nEnabled=no\n' >"$CONF/hydrate.conf"
+    daemon --state-key=k13 "$dev" >/dev/null || fail "disabled run exited $?"
+    record_says k13 STATE=completed || fail "Enabled=no unsaid a hydrated volume"
+    rm "$CONF/hydrate.conf"
+}
+
+# A second run for a volume that a first one hydrates leaves the first one's record alone.
+case_lock_busy() {
+    local dev dpid
+    dev=$(make_ext4_loop 256M)
+    start_daemon "$WORK/daemon.out" --state-key=k15 --rate-limit=16M "$dev"
+    dpid=$DPID
+    wait_for 10 record_says k15 "PID=$dpid" || fail "no record of the first run"
+    expect_exit 1 "a second run on the same volume" daemon --state-key=k15 "$dev" >/dev/null
+    record_says k15 "PID=$dpid" || fail "the second run overwrote the record"
+    record_says k15 STATE=hydrating || fail "the record does not say hydrating any more"
+    kill -TERM "$dpid"
+    wait "$dpid" || true
+    record_says k15 STATE=stopped || fail "a stopped run's record says $(grep STATE= "$RT/k15.record")"
+}
+
+# The runtime directory removed and made again while the daemon runs and a waiter waits: both
+# go on with the new one.
+case_runtime_dir_replaced() {
+    local dev dpid wpid rc=0
+    dev=$(make_ext4_loop 256M)
+    start_daemon "$WORK/daemon.out" --state-key=k16 --rate-limit=32M "$dev"
+    dpid=$DPID
+    waitctl --timeout=120 k16 >"$WORK/wait.out" 2>&1 &
+    wpid=$!
+    wait_for 10 test -e "$RT/k16.record" || fail "no record"
+    rm -rf "$RT"
+    mkdir -m 0755 "$RT"
+    wait "$wpid" || rc=$?
+    assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
+    record_says k16 STATE=completed || fail "the new directory has no completed record"
+    wait "$dpid" || fail "daemon exited $?"
 }
 
 # A runtime directory that others could write to is not used: they could write "completed".

@@ -29,6 +29,7 @@ static VolumeRecord sample(void) {
                 .hydrated_bytes = UINT64_C(3) << 30,
                 .errors = 2,
                 .fs_aware = true,
+                .diskseq = 17,
                 .pid = 4242,
         };
 
@@ -63,6 +64,7 @@ static void test_round_trip(void **state) {
                         assert_int_equal(back.free_space_cold, r.free_space_cold);
                         assert_true(back.fs_aware);
                         assert_int_equal(back.pid, 4242);
+                        assert_int_equal(back.diskseq, 17);
                 }
         assert_string_equal(record_phase_to_string(RECORD_PHASE_HOT), "hot-paths");
         assert_int_equal(record_phase_from_string("hot-paths"), RECORD_PHASE_HOT);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -200,6 +201,7 @@ static void test_wait_timeout_and_unknown(void **state) {
         assert_int_equal(wait_for(RECORD_PHASE_DONE, 200 * USEC_PER_MSEC, "vol-slow"),
                          WAIT_EXIT_TIMEOUT);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-never"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, ""), EXIT_USAGE_ERROR);
         /* a path no volume can hold is unknown at once, whatever the timeout */
         assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/proc/self"),
                          WAIT_EXIT_UNKNOWN);
@@ -263,6 +265,86 @@ static void test_wait_directory_appears(void **state) {
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The runtime directory removed and made again under a waiter (an administrator's rm -rf, a
+ * systemctl clean): the new one is watched through its parent, and its records are seen. */
+static void test_wait_directory_replaced(void **state) {
+        int status;
+        pid_t pid;
+
+        (void)state;
+        put("vol-r", RECORD_HYDRATING, RECORD_PHASE_USED);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                usleep(300 * 1000);
+                if (rm_rf(runtime_dir) < 0 || mkdir(runtime_dir, 0755) < 0)
+                        _exit(1);
+                usleep(300 * 1000);
+                put("vol-r", RECORD_COMPLETED, RECORD_PHASE_DONE);
+                _exit(0);
+        }
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 20 * USEC_PER_SEC, "vol-r"), 0);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Records anyone could have written are not believed. */
+static void test_wait_untrusted(void **state) {
+        char path[512];
+
+        (void)state;
+        put("vol-t", RECORD_COMPLETED, RECORD_PHASE_DONE);
+        assert_int_equal(chmod(runtime_dir, 0777), 0);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-t"), EXIT_FAILURE);
+        /* sticky (as /tmp): the directory may be shared, a record must be its owner's or root's */
+        assert_int_equal(chmod(runtime_dir, 01777), 0);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-t"), 0);
+        snprintf(path, sizeof(path), "%s/vol-t.record", runtime_dir);
+        if (geteuid() == 0) {
+                assert_int_equal(chown(path, 65534, 65534), 0);
+                assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-t"), WAIT_EXIT_UNKNOWN);
+        }
+        assert_int_equal(chmod(runtime_dir, 0755), 0);
+        assert_int_equal(unlink(path), 0);
+}
+
+/* A record left by a volume once attached under the same kernel name: not this attachment's
+ * (the disk's sequence number in sysfs differs), so it does not answer for the name, while its
+ * own volume id still finds it. */
+static void test_wait_stale_kernel_name(void **state) {
+        _cleanup_free_ char *sys = fixture_tmpdir("test-wait-sys");
+        _cleanup_close_ int fd = open(runtime_dir, O_RDONLY | O_DIRECTORY);
+        VolumeRecord old = rec(RECORD_COMPLETED, RECORD_PHASE_DONE), now;
+
+        (void)state;
+        assert_non_null(sys);
+        fixture_write(sys, "block/nvme7n1/diskseq", "12\n");
+        assert_int_equal(setenv("EBS_HYDRATE_SYSFS_ROOT", sys, 1), 0);
+        strcpy(old.volume_id, "vol-old");
+        strcpy(old.kernel_name, "nvme7n1");
+        strcpy(old.device_name, "sdq");
+        old.diskseq = 11;
+        assert_int_equal(record_save(fd, &old), 0);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "nvme7n1"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "sdq"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-old"), 0);
+        /* the volume attached now, still hydrating */
+        now = old;
+        strcpy(now.volume_id, "vol-new");
+        now.state = RECORD_HYDRATING;
+        now.phase = RECORD_PHASE_USED;
+        now.diskseq = 12;
+        assert_int_equal(record_save(fd, &now), 0);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "nvme7n1"), WAIT_EXIT_TIMEOUT);
+        assert_int_equal(wait_for(RECORD_PHASE_USED, 0, "nvme7n1"), WAIT_EXIT_TIMEOUT);
+        assert_int_equal(wait_for(RECORD_PHASE_HOT, 0, "sdq"), 0);
+        /* detached: neither record answers for the name any more */
+        fixture_write(sys, "block/nvme7n1/diskseq", "13\n");
+        assert_int_equal(wait_for(RECORD_PHASE_HOT, 0, "nvme7n1"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(unsetenv("EBS_HYDRATE_SYSFS_ROOT"), 0);
+        assert_int_equal(rm_rf(sys), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_verdicts),
@@ -272,6 +354,9 @@ int main(void) {
                 cmocka_unit_test(test_wait_timeout_and_unknown),
                 cmocka_unit_test(test_wait_follows_changes),
                 cmocka_unit_test(test_wait_directory_appears),
+                cmocka_unit_test(test_wait_directory_replaced),
+                cmocka_unit_test(test_wait_untrusted),
+                cmocka_unit_test(test_wait_stale_kernel_name),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);
