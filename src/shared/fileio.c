@@ -102,7 +102,6 @@ int write_full_fd(int fd, const void *buf, size_t size) {
         return 0;
 }
 
-/* "dir/.base.XXXXXX" for mkostemp(), and "dir" into *ret_dir; both malloc'ed. */
 /* A name for a temporary file beside @name in its directory: "." + @name + "." + 6 random
  * letters (node_exporter and the like skip dot files). */
 static int temp_name(const char *name, char *buf, size_t size) {

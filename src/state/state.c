@@ -421,20 +421,6 @@ int state_load(int dir_fd, const char *key, HydrateState **ret) {
         return state_decode(buf, size, ret);
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t size) {
-        while (size > 0) {
-                ssize_t n = write(fd, buf, size);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                buf += n;
-                size -= (size_t)n;
-        }
-        return 0;
-}
-
 int state_save(int dir_fd, const HydrateState *s) {
         _cleanup_free_ char *name = state_file_name(s->key), *tmp = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -455,7 +441,7 @@ int state_save(int dir_fd, const HydrateState *s) {
         fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        r = write_all(fd, buf, size);
+        r = write_full_fd(fd, buf, size);
         /* An fsync error is final: the kernel may have dropped the dirty pages, so never retry. */
         if (r >= 0 && fsync(fd) < 0)
                 r = -errno;
