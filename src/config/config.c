@@ -130,7 +130,9 @@ static int read_config_file(const char *path, char **ret, size_t *ret_size, char
         if (!S_ISREG(st.st_mode))
                 return fail_read(ret_error, -EBADFD, path, "not a regular file but %s",
                                  file_type_name(st.st_mode));
-        r = st.st_size >= (off_t)CONFIG_FILE_SIZE_MAX ? -EFBIG : read_full_fd(fd, CONFIG_FILE_SIZE_MAX - 1, ret, ret_size);
+        r = st.st_size >= (off_t)CONFIG_FILE_SIZE_MAX
+                    ? -EFBIG
+                    : read_full_fd(fd, CONFIG_FILE_SIZE_MAX - 1, ret, ret_size);
         if (r < 0)
                 return fail_read(ret_error, r, path, "%m");
         return 1;

@@ -78,8 +78,8 @@ bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ou
 
         *ret_rate = 0;
         if (!a->primed) {
-                *a = (Activity){.primed = true, .last = *st, .last_ours = ours,
-                                .last_usec = now_usec};
+                *a = (Activity){
+                        .primed = true, .last = *st, .last_ours = ours, .last_usec = now_usec};
                 remember(a);
                 return false;
         }
@@ -99,8 +99,7 @@ bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ou
         /* Their rate over the last second or so: the parts of ours even out. */
         span = MIN(a->n_history, ACTIVITY_RATE_SAMPLES);
         back = a->history[a->n_history - span];
-        *ret_rate = ((double)MAX(a->excess - back, INT64_C(0)) / (double)span +
-                     (double)written) *
+        *ret_rate = ((double)MAX(a->excess - back, INT64_C(0)) / (double)span + (double)written) *
                     (double)USEC_PER_SEC / (double)dt;
         remember(a);
         a->last = *st;

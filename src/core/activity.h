@@ -41,7 +41,7 @@ typedef struct Activity {
         DiskStat last;
         uint64_t last_ours; /* our completed bytes at the last sample */
         uint64_t last_usec;
-        int64_t excess;     /* sectors read beyond ours so far, in bytes */
+        int64_t excess;                    /* sectors read beyond ours so far, in bytes */
         int64_t history[ACTIVITY_HISTORY]; /* excess at the last samples, oldest first */
         unsigned n_history;
 } Activity;

@@ -219,7 +219,9 @@ static bool rate_allows(Hydrator *h, uint64_t bytes) {
                 return true;
         }
         if (hydrator_arm_timer(h->rate_timer,
-                               now + (uint64_t)(((double)bytes - h->tokens) * (double)USEC_PER_SEC / (double)limit) +
+                               now +
+                                       (uint64_t)(((double)bytes - h->tokens) *
+                                                  (double)USEC_PER_SEC / (double)limit) +
                                        1) < 0)
                 hydrator_finish(h, HYDRATOR_FAILED, -ENOMEM);
         return false;

@@ -227,8 +227,9 @@ static bool decide_probe_down(DepthTuner *t, const Sample *s) {
                 if (!t->drain_retried && t->depth < base) {
                         t->drain_retried = true;
                         t->delay_probe = true;
-                        return set_depth(t, MIN(base, scaled(t, t->depth, TUNER_PROBE_UP_NUM,
-                                                             TUNER_PROBE_UP_DEN)),
+                        return set_depth(t,
+                                         MIN(base, scaled(t, t->depth, TUNER_PROBE_UP_NUM,
+                                                          TUNER_PROBE_UP_DEN)),
                                          TUNER_PROBE_DOWN);
                 }
                 t->drain_retried = false;
@@ -451,8 +452,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                         new_epoch(t, now_usec);
                 return false;
         }
-        if (now_usec < t->measure_usec + window || t->completions < t->depth ||
-            t->completions == 0)
+        if (now_usec < t->measure_usec + window || t->completions < t->depth || t->completions == 0)
                 return false;
 
         s.rate = (double)t->bytes * (double)USEC_PER_SEC / (double)(now_usec - t->measure_usec);
@@ -498,9 +498,9 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
 
 const char *tuner_mode_to_string(TunerMode m) {
         static const char *const names[] = {
-                [TUNER_STARTUP] = "startup",       [TUNER_CRUISE] = "cruise",
-                [TUNER_PROBE_UP] = "probe-up",     [TUNER_PROBE_DOWN] = "probe-down",
-                [TUNER_RELEARN] = "relearn",       [TUNER_YIELD] = "yield",
+                [TUNER_STARTUP] = "startup",   [TUNER_CRUISE] = "cruise",
+                [TUNER_PROBE_UP] = "probe-up", [TUNER_PROBE_DOWN] = "probe-down",
+                [TUNER_RELEARN] = "relearn",   [TUNER_YIELD] = "yield",
         };
 
         return (unsigned)m < ELEMENTSOF(names) ? names[m] : "?";

@@ -76,36 +76,36 @@
 #define TUNER_PROBE_UP_DEN 4
 #define TUNER_PROBE_DOWN_NUM 4 /* x 4/5 */
 #define TUNER_PROBE_DOWN_DEN 5
-#define TUNER_GROWTH_MIN 0.04     /* a step up pays only if throughput grows by 4% or more */
-#define TUNER_GROWTH_SHARE 0.5    /* ... and by half of what the depth grew, or more */
-#define TUNER_DOWN_TOLERANCE 0.98 /* a smaller depth may cost up to 2% and still be kept */
+#define TUNER_GROWTH_MIN 0.04      /* a step up pays only if throughput grows by 4% or more */
+#define TUNER_GROWTH_SHARE 0.5     /* ... and by half of what the depth grew, or more */
+#define TUNER_DOWN_TOLERANCE 0.98  /* a smaller depth may cost up to 2% and still be kept */
 #define TUNER_CRUISE_EPOCHS 8      /* epochs between probes, doubled after each ... */
 #define TUNER_CRUISE_EPOCHS_MAX 64 /* ... probe up that did not pay, up to this */
 #define TUNER_WINDOW_MIN_USEC (200 * USEC_PER_MSEC)
-#define TUNER_WINDOW_LATENCIES 3                      /* measure over at least 3 mean latencies */
+#define TUNER_WINDOW_LATENCIES 3                     /* measure over at least 3 mean latencies */
 #define TUNER_LATENCY_INIT_USEC (50 * USEC_PER_MSEC) /* until the first completion says more */
 
-#define TUNER_TARGET_DIVISOR 8                       /* queueing delay target: base / 8 ... */
-#define TUNER_TARGET_MIN_USEC (1 * USEC_PER_MSEC)    /* ... but at least 1 ms */
-#define TUNER_TARGET_MAX_USEC (25 * USEC_PER_MSEC)   /* ... and at most 25 ms */
-#define TUNER_BASE_BUCKETS 6                         /* base latency: minimum of 6 ... */
+#define TUNER_TARGET_DIVISOR 8                     /* queueing delay target: base / 8 ... */
+#define TUNER_TARGET_MIN_USEC (1 * USEC_PER_MSEC)  /* ... but at least 1 ms */
+#define TUNER_TARGET_MAX_USEC (25 * USEC_PER_MSEC) /* ... and at most 25 ms */
+#define TUNER_BASE_BUCKETS 6                       /* base latency: minimum of 6 ... */
 #define TUNER_BASE_BUCKET_USEC (10 * USEC_PER_SEC) /* ... 10 s periods: 1 min of history */
-#define TUNER_WARM_USEC (20 * USEC_PER_MSEC) /* faster reads hit warm blocks: not the base */
+#define TUNER_WARM_USEC (20 * USEC_PER_MSEC)       /* faster reads hit warm blocks: not the base */
 #define TUNER_WARM_SHARE_DEN 10 /* an epoch with over a tenth warm reads decides no depth */
 #define TUNER_SUSPECT_FACTOR 3  /* an epoch this many times slower than the base: relearn now */
 #define TUNER_NEW_BASE_FACTOR 2 /* ... and if the relearn epoch is this much slower, new base */
-#define TUNER_RECHECK_USEC (5 * USEC_PER_SEC) /* ... not within 5 s of another relearn */
-#define TUNER_RELEARN_USEC (60 * USEC_PER_SEC) /* one epoch at the minimum depth ... */
+#define TUNER_RECHECK_USEC (5 * USEC_PER_SEC)       /* ... not within 5 s of another relearn */
+#define TUNER_RELEARN_USEC (60 * USEC_PER_SEC)      /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * USEC_PER_SEC) /* ... a minute, and soon after start */
-#define TUNER_CONTENTION_NUM 3 /* yielding, and reads queue: x 3/4 per epoch */
+#define TUNER_CONTENTION_NUM 3                      /* yielding, and reads queue: x 3/4 per epoch */
 #define TUNER_CONTENTION_DEN 4
 
 #define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */
 #define TUNER_YIELD_TARGET_MAX_USEC (5 * USEC_PER_MSEC) /* ... at most 5 ms of our queue */
-#define TUNER_YIELD_SHARE 0.75                        /* of the spare capacity, while yielding */
-#define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC) /* other I/O gone this long: climb again */
+#define TUNER_YIELD_SHARE 0.75                          /* of the spare capacity, while yielding */
+#define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC)       /* other I/O gone this long: climb again */
 #define TUNER_YIELD_PROBE 1.05 /* at the share without a queue: capacity + 5% per epoch */
-#define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
+#define TUNER_YIELD_START 2u   /* reads in flight when yielding with no capacity known yet */
 
 typedef enum TunerMode {
         TUNER_STARTUP,
@@ -127,18 +127,18 @@ typedef struct DepthTuner {
         double base_rate; /* bytes/s at base_depth; 0 = none yet */
         unsigned cruise_epochs;
         unsigned probe_wait; /* cruise epochs before the next probe */
-        bool probe_down;  /* the last probe was (or this one is) downwards */
-        bool delay_probe; /* the current PROBE_DOWN was caused by queueing delay */
+        bool probe_down;     /* the last probe was (or this one is) downwards */
+        bool delay_probe;    /* the current PROBE_DOWN was caused by queueing delay */
         bool delay_hold;     /* queueing paid for itself: no drain for a while ... */
         unsigned hold_left;  /* ... this many more cruise epochs */
         unsigned hold_next;  /* the next hold: doubled each time, up to TUNER_CRUISE_EPOCHS_MAX */
-        bool drain_retried; /* a drain fell short once and is being tried a quarter deeper */
+        bool drain_retried;  /* a drain fell short once and is being tried a quarter deeper */
 
         /* the current epoch */
-        uint64_t epoch_usec;   /* when it started (a depth change, a taint) */
-        uint64_t measure_usec; /* when its measuring window opens: epoch + one mean latency */
-        uint64_t bytes;        /* completed inside the window */
-        unsigned completions;  /* inside the window */
+        uint64_t epoch_usec;       /* when it started (a depth change, a taint) */
+        uint64_t measure_usec;     /* when its measuring window opens: epoch + one mean latency */
+        uint64_t bytes;            /* completed inside the window */
+        unsigned completions;      /* inside the window */
         unsigned warm_completions; /* ... of which under TUNER_WARM_USEC */
         uint64_t min_latency_usec; /* the smallest latency inside the window; UINT64_MAX none */
         bool tainted;
@@ -153,18 +153,18 @@ typedef struct DepthTuner {
         uint64_t queue_delay_usec;              /* of the last epoch */
         double request_bytes;                   /* mean bytes per read, of the last epoch */
         uint64_t relearn_due_usec;
-        unsigned relearn_depth; /* the depth to return to after RELEARN */
+        unsigned relearn_depth;     /* the depth to return to after RELEARN */
         uint64_t base_checked_usec; /* when a relearn last measured the base */
-        bool suspect;           /* this RELEARN checks the base because reads got slow */
-        bool slow_confirmed;    /* ... and found it right: the slowness is a queue */
+        bool suspect;               /* this RELEARN checks the base because reads got slow */
+        bool slow_confirmed;        /* ... and found it right: the slowness is a queue */
 
         /* other I/O on the device */
         bool yielding;
-        uint64_t foreign_usec;  /* the last time other I/O was seen */
-        double foreign_rate;    /* its bytes/s, from the last sample */
-        double capacity;        /* bytes/s the device delivered at most, ours and theirs */
-        bool capacity_known;    /* ... measured while reads queued: all it could deliver */
-        unsigned yields;        /* times it started yielding (for the log) */
+        uint64_t foreign_usec; /* the last time other I/O was seen */
+        double foreign_rate;   /* its bytes/s, from the last sample */
+        double capacity;       /* bytes/s the device delivered at most, ours and theirs */
+        bool capacity_known;   /* ... measured while reads queued: all it could deliver */
+        unsigned yields;       /* times it started yielding (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */

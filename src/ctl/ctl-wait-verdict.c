@@ -48,10 +48,9 @@ int wait_parse_timeout(const char *s, uint64_t *ret_usec) {
                 const char *suffix;
                 uint64_t usec;
         } units[] = {
-                {"", USEC_PER_SEC},           {"ms", USEC_PER_MSEC},
-                {"s", USEC_PER_SEC},          {"sec", USEC_PER_SEC},
-                {"m", 60 * USEC_PER_SEC},     {"min", 60 * USEC_PER_SEC},
-                {"h", 3600 * USEC_PER_SEC},   {"d", 86400 * USEC_PER_SEC},
+                {"", USEC_PER_SEC},         {"ms", USEC_PER_MSEC},       {"s", USEC_PER_SEC},
+                {"sec", USEC_PER_SEC},      {"m", 60 * USEC_PER_SEC},    {"min", 60 * USEC_PER_SEC},
+                {"h", 3600 * USEC_PER_SEC}, {"d", 86400 * USEC_PER_SEC},
         };
         char digits[24];
         size_t n;

@@ -39,7 +39,7 @@ typedef struct Target {
         const char *why;
         bool known;          /* a record or state file names it (every disk of a path) */
         const char *missing; /* a disk of a path that no record names */
-        char volumes[256]; /* "vol-1 (nvme1n1)": what it was found to be, for messages */
+        char volumes[256];   /* "vol-1 (nvme1n1)": what it was found to be, for messages */
         uint64_t done_bytes, size_bytes;
 } Target;
 
@@ -285,8 +285,7 @@ static const VolumeRecord *find_by_name(const Snapshot *s, const char *name, boo
 
         for (size_t i = 0; i < s->n; i++) {
                 const VolumeRecord *r = &s->records[i];
-                bool m = kernel_only ? streq_ptr(r->kernel_name, name)
-                                     : wait_name_matches(r, name);
+                bool m = kernel_only ? streq_ptr(r->kernel_name, name) : wait_name_matches(r, name);
 
                 if (m && !streq_ptr(r->volume_id, name) && !record_attached(r))
                         continue;
@@ -399,9 +398,8 @@ typedef struct Watch {
  */
 static int watch_dirs(Watch *w) {
         if (w->parent_wd < 0) {
-                w->parent_wd = inotify_add_watch(w->fd, w->parent,
-                                                 WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF |
-                                                         IN_MOVE_SELF);
+                w->parent_wd = inotify_add_watch(
+                        w->fd, w->parent, WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
                 if (w->parent_wd < 0 && errno != ENOENT && errno != EACCES)
                         return log_error_errno(-errno, "Cannot watch %s: %m", w->parent);
         }
@@ -431,11 +429,11 @@ static int drain(Watch *w) {
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *e = (const struct inotify_event *)p;
 
-                        if (e->wd == w->parent_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF |
-                                                                 IN_MOVE_SELF)))
+                        if (e->wd == w->parent_wd &&
+                            (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)))
                                 w->parent_wd = -1; /* looked for again below, else each second */
-                        if (e->wd == w->dir_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF |
-                                                              IN_MOVE_SELF)))
+                        if (e->wd == w->dir_wd &&
+                            (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)))
                                 w->dir_wd = -1;
                         if (e->len == 0 || e->name[0] != '.' || (e->mask & IN_Q_OVERFLOW))
                                 relevant = true;
@@ -458,8 +456,8 @@ static void progress_line(const Target *t, size_t n, RecordPhase phase) {
                         len += (size_t)snprintf(line + len, sizeof(line) - len, " %s reached;",
                                                 x->arg);
                 else if (!x->known)
-                        len += (size_t)snprintf(line + len, sizeof(line) - len,
-                                                " %s not seen yet;", x->arg);
+                        len += (size_t)snprintf(line + len, sizeof(line) - len, " %s not seen yet;",
+                                                x->arg);
                 else
                         len += (size_t)snprintf(
                                 line + len, sizeof(line) - len, " %s %u.%u%%;", x->volumes,
@@ -507,8 +505,8 @@ static int judge_all(const WaitOptions *o, Targets *l, const Snapshot *s, int st
                 judge(t, s, state_fd, o->phase);
                 if (t->verdict == WAIT_SHORT) {
                         clear_progress(o);
-                        log_error("%s: %s: %s, %s will not be reached", t->arg, t->volumes,
-                                  t->why, wait_phase_to_string(o->phase));
+                        log_error("%s: %s: %s, %s will not be reached", t->arg, t->volumes, t->why,
+                                  wait_phase_to_string(o->phase));
                         return WAIT_EXIT_SHORT;
                 }
                 reached += t->verdict == WAIT_REACHED;
@@ -563,10 +561,10 @@ static int poll_timeout_ms(const Watch *w, uint64_t deadline, uint64_t now) {
 }
 
 int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
-        _cleanup_(watch_done) Watch w = {
-                .fd = -1, .parent_wd = -1, .dir_wd = -1, .dir = o->runtime_dir};
-        _cleanup_(targets_done) Targets l = {.items = calloc(n_targets, sizeof(Target)),
-                                             .n = n_targets};
+        _cleanup_(watch_done)
+                Watch w = {.fd = -1, .parent_wd = -1, .dir_wd = -1, .dir = o->runtime_dir};
+        _cleanup_(targets_done)
+                Targets l = {.items = calloc(n_targets, sizeof(Target)), .n = n_targets};
         _cleanup_(snapshot_clear) Snapshot s = {};
         _cleanup_close_ int state_fd = -1;
         uint64_t deadline = UINT64_MAX;

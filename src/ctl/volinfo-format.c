@@ -70,9 +70,10 @@ static void row_fill(Row *row, const VolumeInfo *v) {
         row->cell[COL_VOLUME] = or_dash(v->volume_id);
         row->cell[COL_DEVICE] = or_dash(v->device);
         row->cell[COL_MAPPING] = or_dash(v->device_name);
-        row->cell[COL_STATE] = v->running && v->yielding && streq_ptr(v->state, VOLUME_STATE_HYDRATING)
-                                       ? "yielding"
-                                       : or_dash(v->state);
+        row->cell[COL_STATE] =
+                v->running && v->yielding && streq_ptr(v->state, VOLUME_STATE_HYDRATING)
+                        ? "yielding"
+                        : or_dash(v->state);
         row->cell[COL_HYDRATED] = figures ? row->hydrated : "-";
         row->cell[COL_SIZE] =
                 figures ? format_bytes(row->size, sizeof(row->size), v->size_bytes) : "-";

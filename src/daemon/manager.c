@@ -77,7 +77,8 @@ static void draw_bar(Run *run) {
                 return;
         hydrator_get_status(run->hydrator, &st);
         if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
-                st.rate = (uint64_t)((double)st.run_bytes * (double)USEC_PER_SEC / (double)st.run_usec);
+                st.rate = (uint64_t)((double)st.run_bytes * (double)USEC_PER_SEC /
+                                     (double)st.run_usec);
         progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
                             st.rate);
         (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
@@ -452,8 +453,8 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         lock_fd = state_lock(dir_fd, key);
         if (lock_fd == -EBUSY)
                 return log_error_errno(lock_fd,
-                                       "%s (%s) is being hydrated by another process already",
-                                       key, dev->path);
+                                       "%s (%s) is being hydrated by another process already", key,
+                                       dev->path);
         if (lock_fd == -ELOOP) /* planted: a restart cannot help */
                 return log_error_errno(lock_fd,
                                        "Refusing to lock the state of %s: %s/%s.lock is a "
@@ -536,7 +537,6 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         return report_exit_status(&st);
 }
 
-
 void manager_block_signals(void) {
         sigset_t ss;
 
@@ -584,8 +584,8 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
                         return;
                 if (state_load(fd, key, &s) >= 0 && streq_ptr(s->key, key) &&
                     (s->complete || s->used_complete)) {
-                        run->record.hydrated_bytes = MIN(chunkmap_done_bytes(s->map),
-                                                         run->record.size_bytes);
+                        run->record.hydrated_bytes =
+                                MIN(chunkmap_done_bytes(s->map), run->record.size_bytes);
                         publish_record(run, RECORD_COMPLETED);
                         return;
                 }

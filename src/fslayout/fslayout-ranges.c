@@ -72,8 +72,8 @@ static size_t edges_of(const FsRange *in, size_t n, uint64_t size, Edge *edges) 
         size_t n_edges = 0;
 
         for (size_t i = 0; i < n; i++) {
-                FsRangeKind kind = (unsigned)in[i].kind < _FS_RANGE_KIND_MAX ? in[i].kind
-                                                                               : FS_RANGE_USED;
+                FsRangeKind kind =
+                        (unsigned)in[i].kind < _FS_RANGE_KIND_MAX ? in[i].kind : FS_RANGE_USED;
                 uint64_t start = in[i].offset, end;
 
                 if (start >= size)

@@ -479,8 +479,7 @@ static int claim_extended(Discovery *d, uint64_t offset, uint64_t size) {
                 if (!region->logical || region->overlaps || region->offset < position ||
                     region->offset + region->size > end)
                         continue;
-                r = fs_range_list_add(&d->list, position, region->offset - position,
-                                      FS_RANGE_USED);
+                r = fs_range_list_add(&d->list, position, region->offset - position, FS_RANGE_USED);
                 position = region->offset + region->size;
         }
         return r < 0 ? r : fs_range_list_add(&d->list, position, end - position, FS_RANGE_USED);

@@ -57,9 +57,9 @@ typedef struct VolumeRecord {
         uint64_t hydrated_bytes;
         uint64_t errors; /* unreadable ranges */
         bool free_space_cold;
-        bool fs_aware; /* the plan knows metadata and hot paths; without, all is "used" */
+        bool fs_aware;    /* the plan knows metadata and hot paths; without, all is "used" */
         uint64_t diskseq; /* the kernel's number for this attachment of the disk; 0 unknown */
-        pid_t pid; /* the ebs-hydrated that wrote it */
+        pid_t pid;        /* the ebs-hydrated that wrote it */
 } VolumeRecord;
 
 const char *record_state_to_string(RecordState s);

@@ -25,13 +25,13 @@
  * The input: a little-endian header (zero-filled when the input is shorter), then the device
  * argument, a "%%" line and the state key (its bytes as they are, NULs included).
  */
-#define HDR_MODE 0      /* u32: mode of the device */
-#define HDR_SIZE 4      /* u64: its size */
-#define HDR_LBS 12      /* u32: its logical block size */
-#define HDR_ST_MODE 16  /* u32: st_mode of the state directory and of the state file */
-#define HDR_ST_UID 20   /* u32: their st_uid */
-#define HDR_EUID 24     /* u32: our effective uid, and so the owner a state file must have */
-#define HDR_ST_SIZE 28  /* s64: st_size of the state file */
+#define HDR_MODE 0     /* u32: mode of the device */
+#define HDR_SIZE 4     /* u64: its size */
+#define HDR_LBS 12     /* u32: its logical block size */
+#define HDR_ST_MODE 16 /* u32: st_mode of the state directory and of the state file */
+#define HDR_ST_UID 20  /* u32: their st_uid */
+#define HDR_EUID 24    /* u32: our effective uid, and so the owner a state file must have */
+#define HDR_ST_SIZE 28 /* s64: st_size of the state file */
 #define HDR_LEN 36
 
 /* The largest logical block size state_decode() takes (lbs_valid() in state.c). */
@@ -201,8 +201,7 @@ static int expected_file_verdict(const struct stat *st, uid_t owner) {
 
 static void check_state_paths(const Decisions *d) {
         fuzz_assert(state_dir_verdict(&d->st, d->euid) == expected_dir_verdict(&d->st, d->euid));
-        fuzz_assert(state_file_verdict(&d->st, d->euid) ==
-                    expected_file_verdict(&d->st, d->euid));
+        fuzz_assert(state_file_verdict(&d->st, d->euid) == expected_file_verdict(&d->st, d->euid));
 }
 
 static bool expected_key_valid(const uint8_t *key, size_t len) {

@@ -102,17 +102,16 @@ static void test_parse_refuses(void **state) {
                                "0123456789012345678901234567890123456789012345678901234567890123"
                                "\nSTATE=paused\nPHASE=used\n"),
                          -EBADMSG);
-        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nSIZE_BYTES=-1\n"),
-                         -EBADMSG);
+        assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nSIZE_BYTES=-1\n"), -EBADMSG);
         assert_int_equal(parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nFS_AWARE=2\n"), -EBADMSG);
         /* more hydrated than there is */
         assert_int_equal(
                 parse("VOLUME_ID=v\nSTATE=paused\nPHASE=used\nSIZE_BYTES=1\nHYDRATED_BYTES=2\n"),
                 -EBADMSG);
         /* a NUL inside */
-        assert_int_equal(record_parse("VOLUME_ID=v\0\nSTATE=paused\nPHASE=used\n", 37,
-                                      &(VolumeRecord){}),
-                         -EBADMSG);
+        assert_int_equal(
+                record_parse("VOLUME_ID=v\0\nSTATE=paused\nPHASE=used\n", 37, &(VolumeRecord){}),
+                -EBADMSG);
 }
 
 static void test_save_and_load(void **state) {
@@ -148,9 +147,8 @@ static void test_save_and_load(void **state) {
                 assert_int_equal(unlinkat(fd, "vol-0123456789abcdef0.record", 0), 0);
                 assert_int_equal(symlinkat("/etc/passwd", fd, "vol-0123456789abcdef0.record"), 0);
                 assert_int_equal(record_save(fd, &r), 0);
-                assert_int_equal(fstatat(fd, "vol-0123456789abcdef0.record", &link,
-                                         AT_SYMLINK_NOFOLLOW),
-                                 0);
+                assert_int_equal(
+                        fstatat(fd, "vol-0123456789abcdef0.record", &link, AT_SYMLINK_NOFOLLOW), 0);
                 assert_true(S_ISREG(link.st_mode));
                 assert_int_equal(stat("/etc/passwd", &st), 0);
                 assert_int_equal(st.st_size, target.st_size);

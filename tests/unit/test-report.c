@@ -375,7 +375,7 @@ static void test_exit_status_errno(void **state) {
         assert_int_equal(report_exit_status_errno(-ENOTBLK), REPORT_EXIT_USAGE);
         assert_int_equal(report_exit_status_errno(-ENOTDIR), REPORT_EXIT_USAGE);
         assert_int_equal(report_exit_status_errno(-EACCES), REPORT_EXIT_USAGE);
-        assert_int_equal(report_exit_status_errno(-EPERM), REPORT_EXIT_USAGE); /* not our dir */
+        assert_int_equal(report_exit_status_errno(-EPERM), REPORT_EXIT_USAGE);  /* not our dir */
         assert_int_equal(report_exit_status_errno(-ELOOP), REPORT_EXIT_USAGE);  /* planted */
         assert_int_equal(report_exit_status_errno(-ENOKEY), REPORT_EXIT_USAGE); /* no key */
         assert_int_equal(report_exit_status_errno(-EISDIR), REPORT_EXIT_USAGE);

@@ -47,9 +47,9 @@ static void test_verdicts(void **state) {
 
         (void)state;
         /* a stage is reached when a later one is read */
-        assert_int_equal(verdict(rec(RECORD_HYDRATING, RECORD_PHASE_METADATA),
-                                 RECORD_PHASE_METADATA),
-                         WAIT_PENDING);
+        assert_int_equal(
+                verdict(rec(RECORD_HYDRATING, RECORD_PHASE_METADATA), RECORD_PHASE_METADATA),
+                WAIT_PENDING);
         assert_int_equal(verdict(rec(RECORD_HYDRATING, RECORD_PHASE_HOT), RECORD_PHASE_METADATA),
                          WAIT_REACHED);
         assert_int_equal(verdict(rec(RECORD_HYDRATING, RECORD_PHASE_HOT), RECORD_PHASE_HOT),
@@ -74,9 +74,9 @@ static void test_verdicts(void **state) {
                          WAIT_SHORT);
         assert_int_equal(verdict(rec(RECORD_FAILED, RECORD_PHASE_FREE), RECORD_PHASE_HOT),
                          WAIT_REACHED); /* hot paths were read before it failed */
-        assert_int_equal(verdict(rec(RECORD_DISABLED, RECORD_PHASE_METADATA),
-                                 RECORD_PHASE_METADATA),
-                         WAIT_SHORT);
+        assert_int_equal(
+                verdict(rec(RECORD_DISABLED, RECORD_PHASE_METADATA), RECORD_PHASE_METADATA),
+                WAIT_SHORT);
         /* Mode=used: "used" at its end, never "complete" */
         r = rec(RECORD_COMPLETED, RECORD_PHASE_DONE);
         r.free_space_cold = true;
@@ -203,8 +203,7 @@ static void test_wait_timeout_and_unknown(void **state) {
         assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-never"), WAIT_EXIT_UNKNOWN);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, ""), EXIT_USAGE_ERROR);
         /* a path no volume can hold is unknown at once, whatever the timeout */
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/proc/self"),
-                         WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/proc/self"), WAIT_EXIT_UNKNOWN);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/no/such/path"),
                          WAIT_EXIT_UNKNOWN);
 }
