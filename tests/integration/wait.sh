@@ -305,6 +305,13 @@ case_untrusted_runtime_dir() {
     [ ! -e "$RT/k10.record" ] || fail "a record was written where others can write"
     assert_contains "$out" "k10: hydrated" "the hydration itself"
     chmod 0755 "$RT"
+    # The service user's directory, and root running the daemon by hand beside it: root writes
+    # its record there, and the waiter believes root's record in that user's directory.
+    chown 65534:65534 "$RT"
+    out=$(daemon --state-key=k10 "$dev" 2>&1) || fail "run by root exited $?: $out"
+    record_says k10 STATE=completed || fail "root wrote no record in the service user's directory"
+    waitctl --timeout=5 k10 >/dev/null || fail "wait on root's record exited $?"
+    chown 0:0 "$RT"
 }
 
 run_case
