@@ -52,60 +52,84 @@ static uint64_t delta(uint64_t now, uint64_t then) {
         return now >= then ? now - then : 0;
 }
 
-static void remember(Activity *a) {
-        if (a->n_history == ACTIVITY_HISTORY) {
-                for (unsigned i = 1; i < ACTIVITY_HISTORY; i++)
-                        a->history[i - 1] = a->history[i];
-                a->n_history--;
+/* Keeps @step, the last ACTIVITY_RATE_SAMPLES of them; the excess where the oldest kept began
+ * is the start of the window. */
+static void remember(Activity *a, const ActivityStep *step) {
+        if (a->n_steps == ACTIVITY_RATE_SAMPLES) {
+                a->window_theirs = a->steps[0].theirs;
+                for (unsigned i = 1; i < ACTIVITY_RATE_SAMPLES; i++)
+                        a->steps[i - 1] = a->steps[i];
+                a->n_steps--;
         }
-        a->history[a->n_history++] = a->excess;
+        a->steps[a->n_steps++] = *step;
 }
 
-static int64_t window_min(const Activity *a) {
-        int64_t m = a->excess;
+/* The last second, from the steps: what they read, less what counting cannot tell apart. */
+static void figures(const Activity *a, ActivityFigures *ret) {
+        uint64_t ours = 0, written = 0, ops = 0, usec = 0;
+        int64_t grew =
+                a->steps[a->n_steps - 1].theirs - a->window_theirs - (int64_t)ACTIVITY_READ_SLACK;
 
-        for (unsigned i = 0; i < a->n_history; i++)
-                m = MIN(m, a->history[i]);
-        return m;
+        for (unsigned i = 0; i < a->n_steps; i++) {
+                ours += a->steps[i].ours;
+                written += a->steps[i].written;
+                ops += a->steps[i].ops;
+                usec += a->steps[i].span_usec;
+        }
+        if (usec == 0)
+                return;
+        *ret = (ActivityFigures){
+                .ours = (double)ours * (double)USEC_PER_SEC / (double)usec,
+                .reads = (double)MAX(grew, INT64_C(0)) * (double)USEC_PER_SEC / (double)usec,
+                .writes = (double)written * (double)USEC_PER_SEC / (double)usec,
+                .write_ops = (double)ops * (double)USEC_PER_SEC / (double)usec,
+        };
 }
 
-bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ours_in_flight,
-                     uint64_t now_usec, double *ret_rate) {
-        uint64_t writes, written, read_bytes, our_bytes, dt;
-        int64_t theirs, back;
-        unsigned span;
-        bool active;
+/* What the disk counted of our reads in flight: the requests of ours it no longer holds. */
+static uint64_t counted_early(const DiskStat *st, const ActivityOurs *ours) {
+        uint64_t held = MIN(st->in_flight, ours->requests);
 
-        *ret_rate = 0;
+        return (ours->requests - held) * ours->bytes_per_request;
+}
+
+void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
+                     const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret) {
+        ActivityStep step;
+
+        *ret = (ActivityFigures){0};
         if (!a->primed) {
-                *a = (Activity){
-                        .primed = true, .last = *st, .last_ours = ours, .last_usec = now_usec};
-                remember(a);
-                return false;
+                *a = (Activity){.primed = true,
+                                .last = *st,
+                                .last_ours = ours->bytes,
+                                .last_usec = now_usec};
+                a->window_theirs = -(int64_t)counted_early(st, ours);
+                return;
         }
-        writes = delta(st->write_ios, a->last.write_ios) +
-                 delta(st->discard_ios, a->last.discard_ios) +
-                 delta(st->flush_ios, a->last.flush_ios);
-        written = delta(st->write_sectors, a->last.write_sectors) * 512;
-        read_bytes = delta(st->read_sectors, a->last.read_sectors) * 512;
-        our_bytes = delta(ours, a->last_ours);
-        dt = MAX(delta(now_usec, a->last_usec), UINT64_C(1));
-
-        /* The excess is their reads plus the parts of ours the disk counted before we could:
-         * at most what we have in flight. So this much is theirs for sure. */
-        a->excess += (int64_t)read_bytes - (int64_t)our_bytes;
-        theirs = a->excess - (int64_t)ours_in_flight - window_min(a);
-        active = writes > 0 || theirs > (int64_t)ACTIVITY_READ_SLACK;
-        /* Their rate over the last second or so: the parts of ours even out. */
-        span = MIN(a->n_history, ACTIVITY_RATE_SAMPLES);
-        back = a->history[a->n_history - span];
-        *ret_rate = ((double)MAX(a->excess - back, INT64_C(0)) / (double)span + (double)written) *
-                    (double)USEC_PER_SEC / (double)dt;
-        remember(a);
+        step = (ActivityStep){
+                .ours = delta(ours->bytes, a->last_ours),
+                .span_usec = MAX(delta(now_usec, a->last_usec), UINT64_C(1)),
+        };
+        step.ops = delta(st->write_ios, a->last.write_ios) +
+                   delta(st->discard_ios, a->last.discard_ios) +
+                   delta(st->flush_ios, a->last.flush_ios);
+        step.written = delta(st->write_sectors, a->last.write_sectors) * 512;
+        if (allowance) {
+                step.ops = delta(step.ops, allowance->ops);
+                step.written = delta(step.written, allowance->bytes);
+        }
+        a->excess +=
+                (int64_t)(delta(st->read_sectors, a->last.read_sectors) * 512) - (int64_t)step.ours;
+        step.theirs = a->excess - (int64_t)counted_early(st, ours);
+        remember(a, &step);
+        figures(a, ret);
         a->last = *st;
-        a->last_ours = ours;
+        a->last_ours = ours->bytes;
         a->last_usec = now_usec;
-        return active;
+}
+
+double activity_cost(const ActivityFigures *f) {
+        return f->reads + f->writes + f->write_ops * (double)ACTIVITY_OP_BYTES;
 }
 
 void disk_family(const char *kernel_name, char *ret, size_t size) {
@@ -121,17 +145,4 @@ void disk_family(const char *kernel_name, char *ret, size_t size) {
                 while (kernel_name[n] >= 'a' && kernel_name[n] <= 'z')
                         n++;
         (void)snprintf(ret, size, "%.*s", (int)n, kernel_name);
-}
-
-bool activity_neighbour(const DiskStat *before, const DiskStat *now, uint64_t dt_usec,
-                        double *ret_rate) {
-        uint64_t writes = delta(now->write_ios, before->write_ios) +
-                          delta(now->discard_ios, before->discard_ios) +
-                          delta(now->flush_ios, before->flush_ios);
-        uint64_t bytes = (delta(now->read_sectors, before->read_sectors) +
-                          delta(now->write_sectors, before->write_sectors)) *
-                         512;
-
-        *ret_rate = (double)bytes * (double)USEC_PER_SEC / (double)MAX(dt_usec, UINT64_C(1));
-        return writes > 0 || bytes > ACTIVITY_READ_SLACK;
 }

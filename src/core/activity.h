@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Other I/O on the device: the disk's own counters (/sys/block/<disk>/stat) against our own
- * count of completed reads, so that the reader can give way while a workload uses the volume
- * (tuner.h). Both sides count completions (md resync once compared submissions with
- * completions, and saw "other I/O" in its own reads):
- *   - we never write, so any write, discard or flush completed is someone else's;
- *   - sectors read beyond ours are theirs, but not all of the difference: the disk counts a
- *     read of ours that was split into several requests as each part completes, before the
- *     whole read is ours to count. The difference is their reads plus at most what we have in
- *     flight, so what it grew beyond that over the last ACTIVITY_HISTORY samples is theirs for
- *     sure; more than ACTIVITY_READ_SLACK of it is activity.
- * The disk's count of requests in flight is no help: a split read of ours is several requests,
- * and the kernel ends a request's accounting after its completion is posted to us.
- * The more we have in flight, the longer their reads take to show (with 16 MiB in flight, a
- * workload reading 30 MiB/s shows within about half a second); their writes show at once.
+ * Other I/O on a disk: its counters (/sys/block/<disk>/stat) against the reads we know of (ours
+ * on our disk, a sibling's on its disk: siblings.h), so that the reader can give way to a
+ * workload in proportion to what it takes (tuner.h). Both sides count completions (md resync
+ * once compared submissions with completions, and saw "other I/O" in its own reads):
+ *   - hydrators never write, so what is written, discarded or flushed is someone else's, but
+ *     for the writes of a checkpoint save, which the caller allows for (neighbours.h);
+ *   - bytes read beyond ours are theirs, but for the parts of ours the disk counted before
+ *     we could count the whole read: a read larger than one request is split into several,
+ *     which complete one by one (far apart when they queue behind a cap); a sibling counts
+ *     its reads only when its loop runs. The requests the disk holds in flight tell how many
+ *     parts are still out: ours in flight (reads x requests a read) less those is what it
+ *     counted of ours already, and is not theirs.
+ * Each figure is over the last second (ACTIVITY_RATE_SAMPLES samples): their reads in bytes,
+ * their writes in bytes and in operations, which cost more than their bytes (an IOPS limit, a
+ * flush): activity_cost() prices each at ACTIVITY_OP_BYTES more.
  */
 #pragma once
 
@@ -24,9 +25,9 @@
 #include "util.h"
 
 #define ACTIVITY_SAMPLE_USEC (100 * USEC_PER_MSEC) /* how often the hydrator looks */
-#define ACTIVITY_READ_SLACK (UINT64_C(256) << 10)
-#define ACTIVITY_HISTORY 50      /* samples: five seconds */
-#define ACTIVITY_RATE_SAMPLES 10 /* their rate: over one second */
+#define ACTIVITY_READ_SLACK (UINT64_C(256) << 10)  /* what counting cannot tell apart */
+#define ACTIVITY_RATE_SAMPLES 10                   /* figures over one second */
+#define ACTIVITY_OP_BYTES (UINT64_C(16) << 10)     /* what a write, flush or discard costs */
 
 /* The fields of /sys/block/<disk>/stat that matter here (Documentation/block/stat.rst). */
 typedef struct DiskStat {
@@ -36,14 +37,38 @@ typedef struct DiskStat {
         uint64_t discard_ios, flush_ios; /* 0 where the kernel does not report them */
 } DiskStat;
 
+/* One sample's counts, kept for the figures over the last second. */
+typedef struct ActivityStep {
+        int64_t theirs;   /* bytes read beyond ours, in all, at the end of the sample */
+        uint64_t ours;    /* bytes of ours completed in it */
+        uint64_t written; /* bytes others wrote in it */
+        uint64_t ops;     /* their writes, flushes and discards in it */
+        uint64_t span_usec;
+} ActivityStep;
+
+/* Writes on a disk in one sample that are not a workload (a hydrator's checkpoint save). */
+typedef struct ActivityAllowance {
+        uint64_t bytes;
+        uint64_t ops;
+} ActivityAllowance;
+
+/* What others did on a disk over the last second. */
+typedef struct ActivityFigures {
+        double ours;      /* bytes/s of the reads we know of (ours, or the sibling's) */
+        double reads;     /* bytes/s others read */
+        double writes;    /* bytes/s others wrote */
+        double write_ops; /* their writes, flushes and discards, per second */
+} ActivityFigures;
+
 typedef struct Activity {
         bool primed;
         DiskStat last;
-        uint64_t last_ours; /* our completed bytes at the last sample */
+        uint64_t last_ours; /* the reads we know of, completed, in all, at the last sample */
         uint64_t last_usec;
-        int64_t excess;                    /* sectors read beyond ours so far, in bytes */
-        int64_t history[ACTIVITY_HISTORY]; /* excess at the last samples, oldest first */
-        unsigned n_history;
+        int64_t excess;                            /* bytes the disk read beyond ours so far */
+        int64_t window_theirs;                     /* theirs, where the last second began */
+        ActivityStep steps[ACTIVITY_RATE_SAMPLES]; /* the last second, oldest first */
+        unsigned n_steps;
 } Activity;
 
 /* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */
@@ -52,29 +77,32 @@ int disk_stat_parse(const char *text, DiskStat *ret);
  * again). 0, -errno of the read (ESPIPE for a FIFO), or -EBADMSG for what is not a stat line. */
 int disk_stat_read(int fd, DiskStat *ret);
 
+/* The reads we know of (ours, or a sibling's) at one moment. */
+typedef struct ActivityOurs {
+        uint64_t bytes;             /* completed, in all */
+        uint64_t requests;          /* requests of them in flight: reads x requests a read */
+        uint64_t bytes_per_request; /* the size of one of those */
+} ActivityOurs;
+
 /*
- * activity_sample() - compare the disk's counters @st with @ours (bytes of our reads that
- * completed, in all) and @ours_in_flight (bytes of ours the kernel holds) at @now_usec.
- * Returns true when someone else used the device lately (never on the first call), and their
- * bytes per second in @ret_rate.
+ * activity_sample() - compare the disk's counters @st with @ours at @now_usec. @allowance:
+ * writes since the last sample that are not others' (NULL: none). Returns the figures over the
+ * last second in @ret (all 0 on the first call, which only primes).
  */
-bool activity_sample(Activity *a, const DiskStat *st, uint64_t ours, uint64_t ours_in_flight,
-                     uint64_t now_usec, double *ret_rate);
+void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
+                     const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret);
+
+/* activity_cost() - what others' I/O costs, in bytes/s: reads and writes, each write, flush or
+ * discard at ACTIVITY_OP_BYTES more. */
+double activity_cost(const ActivityFigures *f);
 
 /*
  * Other volumes behind the same cap. An EC2 instance's EBS bandwidth is shared by all its
  * volumes: a workload on another volume slows ours, and a queue of ours slows it, but none of
  * its reads shows in our disk's counters. So the disks of the same family as ours (nvme*,
- * xvd*, sd*, loop*: disk_family()) are watched too, and any I/O on them counts as other I/O:
- * more than ACTIVITY_READ_SLACK bytes read or written in a sample, or any write. Another
- * hydrating volume counts as well, so that hydrations behind one cap give way to each other.
+ * xvd*, sd*, loop*: disk_family()) are watched too (neighbours.h), each as our own disk is.
  */
 
 /* disk_family() - "nvme" for nvme1n1, "loop" for loop3, "xvd" for xvdf, "sd" for sdb; the
  * leading letters of anything else. Writes at most @size bytes. */
 void disk_family(const char *kernel_name, char *ret, size_t size);
-
-/* activity_neighbour() - I/O on a neighbour between two samples @dt_usec apart: true when it
- * read or wrote more than ACTIVITY_READ_SLACK bytes, or wrote at all; its bytes/s in @ret_rate. */
-bool activity_neighbour(const DiskStat *before, const DiskStat *now, uint64_t dt_usec,
-                        double *ret_rate);

@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Giving way to other I/O (Yield=): the hydrator watches the disk's counters (activity.h) and
- * those of the neighbour disks behind the same instance cap (neighbours.h), and tells the tuner
- * whether anyone else used them.
+ * Giving way to other I/O (Yield=), in proportion: every ACTIVITY_SAMPLE_USEC the hydrator reads
+ * the disk's counters (activity.h), those of the neighbour disks behind the same instance cap
+ * and what their hydrators publish (neighbours.h, siblings.h), and tells the tuner what the
+ * others' I/O costs; the tuner decides the pace (tuner.h). It also publishes our own reads and
+ * saves, so that our siblings do the same for us.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "hydrator-internal.h"
 #include "log.h"
+#include "sysfs.h"
 
 static void stop_watching(Hydrator *h, int error) {
         log_warning_errno(error, "Cannot read %s (%m): no longer yielding to other I/O on %s",
@@ -19,22 +27,69 @@ static void stop_watching(Hydrator *h, int error) {
         h->reading = true;
 }
 
+/* Our saves since the last sample, and the disks they land on. */
+static SaveNews own_saves(Hydrator *h) {
+        SaveNews news = {.saves = (unsigned)MIN(h->saves - h->saves_sampled, UINT64_C(1000)),
+                         .file_bytes = h->save_bytes,
+                         .disks = h->state_disks,
+                         .n = h->n_state_disks};
+
+        h->saves_sampled = h->saves;
+        if (h->state_diskless)
+                news.saves = 0;
+        return news;
+}
+
+static void log_yield(const Hydrator *h, bool was, const NeighbourFigures *nb, double own) {
+        const DepthTuner *t = &h->tuner;
+
+        if (t->yielding == was)
+                return;
+        if (!t->yielding)
+                log_info("%s: other I/O has calmed down: no longer yielding", h->dev->path);
+        else if (t->yield_own)
+                log_info("%s: other I/O on the device (%.1f MiB/s): yielding %.0f%% of our rate "
+                         "to it",
+                         h->dev->path, own / (1 << 20), t->cut * 100);
+        else
+                log_info("%s: I/O on /dev/%s (%.1f MiB/s in all on the volumes beside it), which "
+                         "shares the instance's bandwidth: yielding %.0f%% of our rate to it",
+                         h->dev->path, nb->busiest[0] ? nb->busiest : "?", nb->cost / (1 << 20),
+                         t->cut * 100);
+}
+
+/* Our reads, as the disk's counters see them (activity.h). */
+static ActivityOurs ours(const Hydrator *h) {
+        uint64_t request = hydrator_request_bytes(h);
+        unsigned k = block_device_requests_per_read(h->dev, request);
+
+        return (ActivityOurs){
+                .bytes = hydrator_bytes_read(h),
+                .requests = h->reader ? (uint64_t)reader_in_flight(h->reader) * k : 0,
+                .bytes_per_request = DIV_ROUND_UP(request, k),
+        };
+}
+
 /*
  * Every ACTIVITY_SAMPLE_USEC: our completions first (so that the disk's counters and ours
- * cover the same reads), then the counters; the tuner hears whether anyone else used the
- * device. The first reads wait for two looks, so that a busy volume is yielded to before
- * the first read, not after.
+ * cover the same reads), then the neighbours and the siblings (whose saves we allow for on our
+ * disk too), then our disk; the tuner hears what the others cost.
  */
 int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         Hydrator *h = userdata;
         uint64_t now = hydrator_now_usec();
+        NeighbourFigures nb = {0};
+        ActivityAllowance allowance = {0};
+        ActivityFigures f;
+        ActivityOurs o;
+        SaveNews own;
         DiskStat st;
-        bool active;
-        double rate;
+        bool was;
         int r;
 
         if (h->reader)
                 reader_poll(h->reader);
+        hydrator_publish_reads(h);
         if (h->phase != HYDRATOR_HYDRATING)
                 return 0;
         r = disk_stat_read(h->stat_fd, &st);
@@ -43,40 +98,36 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
                 hydrator_fill(h);
                 return 0;
         }
-        active = activity_sample(
-                &h->activity, &st, h->bytes_completed,
-                h->reader ? (uint64_t)reader_in_flight(h->reader) * hydrator_request_bytes(h) : 0,
-                now, &rate);
-        if (active && !h->tuner.yielding)
-                log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it", h->dev->path,
-                         rate / (1 << 20));
-        if (h->neighbours) {
-                char name[KERNEL_NAME_MAX];
-                double theirs;
-                bool busy = neighbours_sample(h->neighbours, now, &theirs, name);
-
-                if (busy && !active && !h->tuner.yielding)
-                        log_info("%s: I/O on /dev/%s (%.1f MiB/s), which shares the instance's "
-                                 "bandwidth: yielding to it",
-                                 h->dev->path, name, theirs / (1 << 20));
-                if (active || busy)
-                        h->yield_neighbours = !active;
-                active = active || busy;
-                rate += theirs;
-        }
-        if (tuner_foreign(&h->tuner, active, rate, now))
+        own = own_saves(h);
+        if (h->neighbours)
+                neighbours_sample(h->neighbours, now, &own, &nb);
+        save_allowance(&own, h->disk, &allowance);
+        neighbours_save_allowance(h->neighbours, h->disk, &allowance);
+        o = ours(h);
+        activity_sample(&h->activity, &st, &o, &allowance, now, &f);
+        if (++h->activity_samples % (USEC_PER_SEC / ACTIVITY_SAMPLE_USEC) == 0)
+                log_debug("%s: the last second: ours %.1f MiB/s; others on the disk %.2f MiB/s "
+                          "read, %.2f written in %.0f operations; beside it %.2f MiB/s of cost, "
+                          "siblings %.1f MiB/s",
+                          h->state->key, f.ours / (1 << 20), f.reads / (1 << 20),
+                          f.writes / (1 << 20), f.write_ops, nb.cost / (1 << 20),
+                          nb.siblings / (1 << 20));
+        was = h->tuner.yielding;
+        if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
-        if (!h->reading && ++h->activity_samples >= 2)
-                h->reading = true;
-        (void)hydrator_arm_timer(s, usec + ACTIVITY_SAMPLE_USEC);
+        log_yield(h, was, &nb, activity_cost(&f));
+        /* Late (the loop was busy): the next look a whole period from now, not at once. */
+        (void)hydrator_arm_timer(s,
+                                 MAX(usec + ACTIVITY_SAMPLE_USEC, now + ACTIVITY_SAMPLE_USEC / 2));
         hydrator_fill(h);
         return 0;
 }
 
-int hydrator_watch_neighbours(Hydrator *h, const char *sysfs_root) {
+int hydrator_watch_neighbours(Hydrator *h, const char *sysfs_root, int runtime_fd) {
         if (h->phase != HYDRATOR_LOADED || h->stat_fd < 0)
                 return -EBUSY;
-        return neighbours_new(&h->neighbours, sysfs_root, h->dev->kernel_name, hydrator_now_usec());
+        return neighbours_new(&h->neighbours, sysfs_root, h->dev->kernel_name, runtime_fd,
+                              hydrator_now_usec());
 }
 
 int hydrator_watch_activity(Hydrator *h, const char *stat_path) {
@@ -97,4 +148,75 @@ int hydrator_watch_activity(Hydrator *h, const char *stat_path) {
                 h->stat_fd = -1;
         }
         return r;
+}
+
+static int add_state_disk(const char *name, void *userdata) {
+        Hydrator *h = userdata;
+        _cleanup_free_ char *path = NULL;
+        dev_t dev;
+
+        if (h->n_state_disks == SIBLING_STATE_DISKS)
+                return 0;
+        if (asprintf(&path, "%s/block/%s/dev", h->sysfs_root, name) < 0)
+                return -ENOMEM;
+        if (sysfs_read_devnum_at(AT_FDCWD, path, &dev) < 0)
+                return 0;
+        for (unsigned i = 0; i < h->n_state_disks; i++)
+                if (h->state_disks[i] == dev)
+                        return 0;
+        h->state_disks[h->n_state_disks++] = dev;
+        return 0;
+}
+
+/*
+ * The disks the state directory is on: those under the device its file system says it is on.
+ * A file system with no device of its own (tmpfs, ramfs) is on none; one whose device is not
+ * a block device (btrfs' anonymous one, overlayfs) could be on any: none known means all.
+ */
+static void find_state_disks(Hydrator *h) {
+        _cleanup_free_ char *dir = NULL;
+        struct statfs sfs;
+        struct stat st;
+
+        h->n_state_disks = 0;
+        if (fstatfs(h->state_dir_fd, &sfs) == 0 &&
+            (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+                h->state_diskless = true;
+                return;
+        }
+        if (fstat(h->state_dir_fd, &st) < 0 ||
+            asprintf(&dir, "%s/dev/block/%u:%u", h->sysfs_root, major(st.st_dev),
+                     minor(st.st_dev)) < 0 ||
+            sysfs_disks_under(dir, add_state_disk, h) < 0)
+                h->n_state_disks = 0; /* not known: every disk */
+}
+
+int hydrator_share(Hydrator *h, const char *sysfs_root, int runtime_fd) {
+        struct stat st;
+        int r;
+
+        if (h->phase != HYDRATOR_LOADED)
+                return -EBUSY;
+        if (fstat(h->dev->fd, &st) < 0)
+                return -errno;
+        h->disk = st.st_rdev;
+        h->sysfs_root = sysfs_root;
+        find_state_disks(h);
+        if (runtime_fd < 0)
+                return 0;
+        r = sibling_pub_new(&h->publication, runtime_fd, h->dev->kernel_name, h->disk,
+                            h->state_disks, h->n_state_disks, hydrator_now_usec());
+        h->sysfs_root = NULL;
+        return r;
+}
+
+uint64_t hydrator_bytes_read(const Hydrator *h) {
+        return h->bytes_completed + (h->reader ? reader_partial_bytes(h->reader) : 0);
+}
+
+void hydrator_publish_reads(Hydrator *h) {
+        ActivityOurs o = ours(h);
+
+        sibling_pub_reads(h->publication, o.bytes, o.requests, o.bytes_per_request,
+                          hydrator_now_usec());
 }

@@ -5,9 +5,11 @@
  * with failures to save said once, then at most once a minute. Active time is counted here.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hydrator-internal.h"
@@ -113,6 +115,25 @@ static bool used_complete(const Hydrator *h) {
                plan_complete(h->plan);
 }
 
+/* state_save(), told to our siblings (siblings.h: its writes are not their workload), and the
+ * size of the file noted (what each save writes). */
+static int save(Hydrator *h) {
+        _cleanup_free_ char *name = NULL;
+        struct stat st;
+        int r;
+
+        h->saves++;
+        if (!h->state_diskless)
+                sibling_pub_save(h->publication, true, h->save_bytes);
+        r = state_save(h->state_dir_fd, h->state);
+        name = state_file_name(h->state->key);
+        if (r >= 0 && name && fstatat(h->state_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                h->save_bytes = (uint64_t)st.st_size;
+        if (!h->state_diskless)
+                sibling_pub_save(h->publication, false, h->save_bytes);
+        return r;
+}
+
 int hydrator_checkpoint(Hydrator *h) {
         uint64_t now = hydrator_now_usec();
         int r;
@@ -121,7 +142,7 @@ int hydrator_checkpoint(Hydrator *h) {
         h->state->updated_usec = now_usec(CLOCK_REALTIME);
         h->state->complete = chunkmap_complete(h->state->map) && !h->size_changed;
         h->state->used_complete = used_complete(h);
-        r = state_save(h->state_dir_fd, h->state);
+        r = save(h);
         /* Failed or not, the next try is a checkpoint step or a timer period away: a broken
          * state file system must not turn every completion into an error line. */
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
@@ -152,7 +173,7 @@ int hydrator_checkpoint(Hydrator *h) {
 }
 
 int hydrator_save_loaded(Hydrator *h) {
-        return state_save(h->state_dir_fd, h->state);
+        return save(h);
 }
 
 int hydrator_record_complete(Hydrator *h) {

@@ -17,6 +17,7 @@
 #include "neighbours.h"
 #include "progress.h"
 #include "reader.h"
+#include "siblings.h"
 #include "tuner.h"
 
 typedef struct Retry {
@@ -68,10 +69,20 @@ struct Hydrator {
         char *stat_path;
         Activity activity;
         Neighbours *neighbours; /* disks behind the same instance cap, or NULL */
-        bool yield_neighbours;  /* the other I/O lately was only on those */
         sd_event_source *activity_timer;
         unsigned activity_samples;
-        bool reading;             /* the first reads went out (after a look at the counters) */
+        bool reading; /* reads may go out (not before hydrator_start()) */
+
+        /* what we tell our siblings, and what our saves write (siblings.h, neighbours.h) */
+        SiblingPub *publication;                /* or NULL */
+        const char *sysfs_root;                 /* borrowed */
+        dev_t disk;                             /* our device's number */
+        dev_t state_disks[SIBLING_STATE_DISKS]; /* the state directory's disks ... */
+        unsigned n_state_disks;                 /* ... 0: not known, so every disk */
+        bool state_diskless;                    /* ... or none (tmpfs) */
+        uint64_t saves;                         /* checkpoint saves begun */
+        uint64_t saves_sampled;                 /* ... at the last activity sample */
+        uint64_t save_bytes;                    /* the state file's size after the last save */
         uint64_t bytes_completed; /* by our reads, in all: what the disk's counters show of us */
         uint64_t checkpoint_done_bytes;
         uint64_t checkpoint_usec;
@@ -126,3 +137,8 @@ int hydrator_on_checkpoint_timer(sd_event_source *s, uint64_t usec, void *userda
 
 /* hydrator-activity.c: every ACTIVITY_SAMPLE_USEC while the disk's counters are watched. */
 int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata);
+/* Tells the siblings what we read (completed, in flight) now. */
+void hydrator_publish_reads(Hydrator *h);
+/* Bytes our reads got from the device so far: those completed, and the parts read of those
+ * not complete yet (a device that returns a read in pieces: its disk counted them). */
+uint64_t hydrator_bytes_read(const Hydrator *h);

@@ -71,6 +71,7 @@ Hydrator *hydrator_free(Hydrator *h) {
                 (void)close(h->stat_fd);
         free(h->stat_path);
         neighbours_free(h->neighbours);
+        sibling_pub_free(h->publication);
         plan_free(h->plan);
         state_free(h->state);
         sd_event_unref(h->event);
@@ -134,11 +135,23 @@ void hydrator_finish(Hydrator *h, HydratorPhase phase, int error) {
 }
 
 void hydrator_log_depth(const Hydrator *h) {
+        const DepthTuner *t = &h->tuner;
+
         log_debug("%s: queue depth %u (%s; %u in flight), mean latency %.1f ms, base %.1f ms, "
                   "queueing %.1f ms",
-                  h->state->key, h->tuner.depth, tuner_mode_to_string(h->tuner.mode),
-                  h->reader ? reader_in_flight(h->reader) : 0, h->tuner.latency_usec / 1000.0,
-                  tuner_base_latency(&h->tuner) / 1000.0, h->tuner.queue_delay_usec / 1000.0);
+                  h->state->key, t->depth, tuner_mode_to_string(t->mode),
+                  h->reader ? reader_in_flight(h->reader) : 0, t->latency_usec / 1000.0,
+                  tuner_base_latency(t) / 1000.0, t->queue_delay_usec / 1000.0);
+        if (t->yielding)
+                log_debug("%s: yielding: pace %.1f MiB/s (%.0f%% less than the %.1f we would read "
+                          "alone), their cost "
+                          "%.2f MiB/s on the disk, %.2f beside it; capacity %.1f MiB/s of the "
+                          "disk, %.1f of the family%s; now ours %.1f, siblings %.1f",
+                          h->state->key, t->pace / (1 << 20), t->cut * 100, t->fair / (1 << 20),
+                          t->own_cost / (1 << 20), t->other_cost / (1 << 20),
+                          t->cap_own / (1 << 20), t->cap_all / (1 << 20),
+                          t->cap_known ? "" : " (not known)", t->now.ours / (1 << 20),
+                          t->now.siblings / (1 << 20));
 }
 
 static void note_completion(Hydrator *h) {
@@ -198,31 +211,47 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
                 }
                 h->run_bytes += req->length;
                 h->state->bytes_read += req->length;
+                hydrator_publish_reads(h);
                 hydrator_maybe_checkpoint(h);
         }
         hydrator_fill(h);
 }
 
-/* Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer. */
-static bool rate_allows(Hydrator *h, uint64_t bytes) {
-        uint64_t limit = h->settings.rate_limit, now = hydrator_now_usec();
-        double burst;
+/* The rate to read at: the smaller of RateLimit= and the tuner's pace while it yields; 0 =
+ * unlimited. */
+static double rate_limit(const Hydrator *h, bool *ret_paced) {
+        double limit = (double)h->settings.rate_limit, pace = tuner_pace(&h->tuner);
 
-        if (limit == 0)
+        *ret_paced = pace > 0 && (limit == 0 || pace < limit);
+        return *ret_paced ? pace : limit;
+}
+
+/*
+ * Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer.
+ * RateLimit= allows a tenth of a second's burst; the tuner's pace only a request's worth, so
+ * that yielding reads arrive evenly, not in bursts the others would wait behind.
+ */
+static bool rate_allows(Hydrator *h, uint64_t bytes) {
+        uint64_t now = hydrator_now_usec();
+        bool paced;
+        double limit = rate_limit(h, &paced), burst;
+
+        if (limit <= 0) {
+                h->tokens_usec = now;
                 return true;
-        burst = MAX((double)bytes, (double)limit / 10.0);
-        h->tokens += (double)(now - h->tokens_usec) * (double)limit / (double)USEC_PER_SEC;
+        }
+        burst = paced ? (double)bytes : MAX((double)bytes, limit / 10.0);
+        h->tokens += (double)(now - h->tokens_usec) * limit / (double)USEC_PER_SEC;
         h->tokens = MIN(h->tokens, burst);
         h->tokens_usec = now;
         if (h->tokens >= (double)bytes) {
                 h->tokens -= (double)bytes;
                 return true;
         }
-        if (hydrator_arm_timer(h->rate_timer,
-                               now +
-                                       (uint64_t)(((double)bytes - h->tokens) *
-                                                  (double)USEC_PER_SEC / (double)limit) +
-                                       1) < 0)
+        if (hydrator_arm_timer(
+                    h->rate_timer,
+                    now + (uint64_t)(((double)bytes - h->tokens) * (double)USEC_PER_SEC / limit) +
+                            1) < 0)
                 hydrator_finish(h, HYDRATOR_FAILED, -ENOMEM);
         return false;
 }
@@ -319,8 +348,13 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
  */
 static int start_reader(Hydrator *h) {
         const BlockDevice *d = h->dev;
-        unsigned max = h->tuner.max;
+        unsigned max = h->tuner.max, fits = block_device_max_reads(d, hydrator_request_bytes(h));
         int r;
+
+        /* More than the device's queue holds would make io_submit() wait for room, and the
+         * event loop (the watchdog, the samples) with it. */
+        if (fits > 0 && fits < max && !h->tuner.fixed)
+                max = MAX(fits, h->tuner.min);
 
         for (;;) {
                 r = reader_new(&h->reader, h->event, d->fd, max, hydrator_request_bytes(h),
@@ -388,7 +422,9 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
                 r = hydrator_add_timer(h, &h->activity_timer, now, hydrator_on_activity);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up timers: %m");
-        h->reading = h->stat_fd < 0;
+        /* The first reads go out at once: the first look at the counters, a sample later, says
+         * whether anyone else uses the device, and how much. */
+        h->reading = true;
 
         h->finished = finished;
         h->userdata = userdata;
@@ -482,7 +518,10 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .latency_usec = (uint64_t)h->tuner.latency_usec,
                 .in_flight = h->reader ? reader_in_flight(h->reader) : 0,
                 .yielding = h->tuner.yielding,
-                .yield_neighbours = h->tuner.yielding && h->yield_neighbours,
+                .yield_neighbours = h->tuner.yielding && !h->tuner.yield_own,
+                .yield_percent = h->tuner.yielding
+                                         ? (unsigned)CLAMP(h->tuner.cut * 100.0 + 0.5, 0.0, 100.0)
+                                         : 0,
                 .waiting_for_aio = h->waiting_for_aio,
                 .unsaved = h->unsaved,
                 .stalled_usec = h->stalled ? hydrator_now_usec() - h->last_completion_usec : 0,

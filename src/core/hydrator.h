@@ -74,7 +74,8 @@ typedef struct HydratorStatus {
         uint64_t latency_usec;         /* mean read latency (weighted to recent reads) */
         unsigned in_flight;            /* reads the device holds now */
         bool yielding;                 /* other I/O on the device: giving way to it (Yield=) */
-        bool yield_neighbours;         /* ... on other volumes behind the same cap, only */
+        bool yield_neighbours;         /* ... for I/O on other volumes behind the same cap */
+        unsigned yield_percent;        /* ... the share of our rate given way, 0-100 */
         bool waiting_for_aio;          /* io_setup: EAGAIN, fs.aio-max-nr used up; retrying */
         bool unsaved;                  /* the last checkpoint could not be written */
         uint64_t stalled_usec;         /* > 0: no read completed for this long (stalled) */
@@ -112,10 +113,19 @@ int hydrator_watch_activity(Hydrator *h, const char *stat_path);
 
 /*
  * hydrator_watch_neighbours() - also give way to I/O on the disks of the same family in
- * @sysfs_root/block, which share the instance's bandwidth (activity.h). After
+ * @sysfs_root/block, which share the instance's bandwidth (activity.h), but for the reads of
+ * their hydrators, which publish in @runtime_fd's io/ (siblings.h; -1: none is believed). After
  * hydrator_watch_activity() succeeded, before hydrator_start(). 0, -ENOMEM or -EBUSY.
  */
-int hydrator_watch_neighbours(Hydrator *h, const char *sysfs_root);
+int hydrator_watch_neighbours(Hydrator *h, const char *sysfs_root, int runtime_fd);
+
+/*
+ * hydrator_share() - find the disks the state directory is on (whose writes at our saves are
+ * not a workload), and publish our reads and saves in @runtime_fd's io/ for the hydrators of
+ * the volumes beside ours (siblings.h; -1: publish nothing). Before hydrator_start(). 0, or the
+ * -errno of publishing (the caller decides whether to go on without).
+ */
+int hydrator_share(Hydrator *h, const char *sysfs_root, int runtime_fd);
 
 /* hydrator_start() - begin reading. @finished is called once, when the phase stops being HYDRATING.
  */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The disks that share the instance's cap with ours, and their counters (neighbours.h).
+ * The disks that share the instance's cap with ours, their counters and their hydrators
+ * (neighbours.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -8,23 +9,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "activity.h"
 #include "neighbours.h"
+#include "siblings.h"
+#include "sysfs.h"
 #include "util.h"
 
 typedef struct Neighbour {
         char name[KERNEL_NAME_MAX];
-        int fd;
-        DiskStat last;
-        uint64_t last_usec;
+        int fd; /* its stat */
+        dev_t dev;
+        Activity activity;
+        Sibling *sibling; /* its hydrator's publication, or NULL */
+        SiblingView view; /* what it said at the last sample (valid: fresh) */
+        bool fresh;
+        uint64_t saves;     /* its save count at the sample before */
+        unsigned new_saves; /* saves it began since then (one under way counts) */
 } Neighbour;
 
 struct Neighbours {
         char *block_dir;
         char self[KERNEL_NAME_MAX];
         char family[16];
+        int runtime_fd;
         Neighbour items[NEIGHBOURS_MAX];
         unsigned n;
         uint64_t scanned_usec;
@@ -39,49 +49,66 @@ static bool known(const Neighbours *n, const char *name) {
 
 static void drop(Neighbours *n, unsigned i) {
         (void)close(n->items[i].fd);
+        sibling_free(n->items[i].sibling);
         n->items[i] = n->items[--n->n];
+}
+
+/* Opens the publication of @x's hydrator, if there is one to believe; its reads count as ours
+ * from the next sample on. */
+static void find_sibling(Neighbours *n, Neighbour *x) {
+        if (n->runtime_fd < 0)
+                return;
+        if (x->sibling && !sibling_replaced(x->sibling, n->runtime_fd, x->name))
+                return;
+        x->sibling = sibling_free(x->sibling);
+        if (sibling_open(&x->sibling, n->runtime_fd, x->name, x->dev) < 0)
+                x->sibling = NULL;
+        x->fresh = false;
 }
 
 /* Adds @name if it is of our family, not us, readable, and there is room. */
 static void add(Neighbours *n, const char *name, uint64_t now) {
-        char family[16], *path = NULL;
+        _cleanup_free_ char *path = NULL, *dev = NULL;
+        char family[16];
         Neighbour *x;
+        DiskStat st;
         int fd;
 
         disk_family(name, family, sizeof(family));
         if (!streq_ptr(family, n->family) || streq_ptr(name, n->self) || known(n, name) ||
             n->n == NEIGHBOURS_MAX || strlen(name) >= sizeof(x->name))
                 return;
-        if (asprintf(&path, "%s/%s/stat", n->block_dir, name) < 0)
+        if (asprintf(&path, "%s/%s/stat", n->block_dir, name) < 0 ||
+            asprintf(&dev, "%s/%s/dev", n->block_dir, name) < 0)
                 return;
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        free(path);
         if (fd < 0)
                 return;
         x = &n->items[n->n];
-        *x = (Neighbour){.fd = fd, .last_usec = now};
-        if (disk_stat_read(fd, &x->last) < 0) {
+        *x = (Neighbour){.fd = fd};
+        if (disk_stat_read(fd, &st) < 0 || sysfs_read_devnum_at(AT_FDCWD, dev, &x->dev) < 0) {
                 (void)close(fd);
                 return;
         }
         snprintf(x->name, sizeof(x->name), "%.*s", (int)sizeof(x->name) - 1, name);
+        find_sibling(n, x);
         n->n++;
 }
 
 static void scan(Neighbours *n, uint64_t now) {
-        DIR *d = opendir(n->block_dir);
+        _cleanup_(closedirp) DIR *d = opendir(n->block_dir);
         struct dirent *de;
 
         n->scanned_usec = now;
-        if (!d)
-                return;
-        while ((de = readdir(d)))
+        for (unsigned i = 0; i < n->n; i++)
+                find_sibling(n, &n->items[i]);
+        while (d && (de = readdir(d)))
                 if (de->d_name[0] != '.')
                         add(n, de->d_name, now);
-        (void)closedir(d);
 }
 
-int neighbours_new(Neighbours **ret, const char *sysfs_root, const char *self, uint64_t now_usec) {
+int neighbours_new(Neighbours **ret, const char *sysfs_root, const char *self, int runtime_fd,
+                   uint64_t now_usec) {
         Neighbours *n = calloc(1, sizeof(*n));
 
         if (!n)
@@ -90,6 +117,7 @@ int neighbours_new(Neighbours **ret, const char *sysfs_root, const char *self, u
                 free(n);
                 return -ENOMEM;
         }
+        n->runtime_fd = runtime_fd;
         snprintf(n->self, sizeof(n->self), "%s", self);
         disk_family(self, n->family, sizeof(n->family));
         scan(n, now_usec);
@@ -107,38 +135,99 @@ Neighbours *neighbours_free(Neighbours *n) {
         return NULL;
 }
 
-bool neighbours_sample(Neighbours *n, uint64_t now_usec, double *ret_rate, char *ret_name) {
-        double busiest = 0;
-        bool active = false;
+void save_allowance(const SaveNews *news, dev_t dev, ActivityAllowance *allowance) {
+        bool on = news && news->saves > 0 && news->n == 0;
 
-        *ret_rate = 0;
-        ret_name[0] = '\0';
+        for (unsigned i = 0; news && news->saves > 0 && i < news->n; i++)
+                on = on || news->disks[i] == dev;
+        if (!on)
+                return;
+        /* The file and a copy in the journal, in whole blocks, and the file system's own. */
+        allowance->bytes +=
+                news->saves * (2 * DIV_ROUND_UP(news->file_bytes, UINT64_C(4096)) * 4096 +
+                               SAVE_ALLOWANCE_FS_BYTES);
+        allowance->ops += news->saves * SAVE_ALLOWANCE_OPS;
+}
+
+void neighbours_save_allowance(const Neighbours *n, dev_t dev, ActivityAllowance *allowance) {
+        for (unsigned i = 0; n && i < n->n; i++) {
+                const Neighbour *x = &n->items[i];
+                SaveNews news = {.saves = x->fresh ? x->new_saves : 0,
+                                 .file_bytes = x->view.save_bytes,
+                                 .disks = x->view.state_disks,
+                                 .n = x->view.n_state_disks};
+
+                save_allowance(&news, dev, allowance);
+        }
+}
+
+/* What each sibling says now, and whether it saved since the last sample. */
+static void read_siblings(Neighbours *n, uint64_t now) {
+        for (unsigned i = 0; i < n->n; i++) {
+                Neighbour *x = &n->items[i];
+                bool was_fresh = x->fresh;
+
+                x->fresh = x->sibling && sibling_read(x->sibling, now, &x->view);
+                x->new_saves = 0;
+                if (!x->fresh)
+                        continue;
+                /* +1 as a save begins, +1 as it ends: those begun since, and one under way. */
+                if (was_fresh && x->view.saves >= x->saves)
+                        x->new_saves = (unsigned)MIN((x->view.saves - x->saves + 1) / 2, 1000u);
+                if (x->view.saves % 2 == 1 && x->new_saves == 0)
+                        x->new_saves = 1;
+                if (!was_fresh) /* its count starts here: nothing of it before is this sample's */
+                        x->activity.last_ours = x->view.read_bytes;
+                x->saves = x->view.saves;
+        }
+}
+
+void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
+                       NeighbourFigures *ret) {
+        double busiest = 0;
+
+        *ret = (NeighbourFigures){0};
+        read_siblings(n, now_usec);
         for (unsigned i = 0; i < n->n;) {
                 Neighbour *x = &n->items[i];
+                ActivityAllowance allowance = {0};
+                ActivityFigures f;
+                ActivityOurs ours;
                 DiskStat st;
-                double rate;
+                double cost;
 
                 if (disk_stat_read(x->fd, &st) < 0) { /* detached: its sysfs node is gone */
                         drop(n, i);
                         continue;
                 }
-                if (activity_neighbour(&x->last, &st, now_usec - x->last_usec, &rate)) {
-                        active = true;
-                        *ret_rate += rate;
-                        if (rate >= busiest) {
-                                busiest = rate;
-                                snprintf(ret_name, KERNEL_NAME_MAX, "%s", x->name);
-                        }
+                save_allowance(own, x->dev, &allowance);
+                neighbours_save_allowance(n, x->dev, &allowance);
+                ours = x->fresh ? (ActivityOurs){.bytes = x->view.read_bytes,
+                                                 .requests = x->view.in_flight_requests,
+                                                 .bytes_per_request = x->view.bytes_per_request}
+                                : (ActivityOurs){0};
+                activity_sample(&x->activity, &st, &ours, &allowance, now_usec, &f);
+                cost = activity_cost(&f);
+                ret->siblings += f.ours;
+                ret->cost += cost;
+                if (cost > busiest) {
+                        busiest = cost;
+                        snprintf(ret->busiest, sizeof(ret->busiest), "%s", x->name);
                 }
-                x->last = st;
-                x->last_usec = now_usec;
                 i++;
         }
         if (now_usec - n->scanned_usec >= NEIGHBOURS_RESCAN_USEC)
                 scan(n, now_usec);
-        return active;
 }
 
 unsigned neighbours_count(const Neighbours *n) {
         return n ? n->n : 0;
+}
+
+unsigned neighbours_siblings(const Neighbours *n) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; n && i < n->n; i++)
+                k += n->items[i].fresh;
+        return k;
 }

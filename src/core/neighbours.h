@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The disks beside ours that share the instance's cap (activity.h): found in
- * <sysfs>/block by family, their counters read at each sample, the list refreshed every few
- * seconds so that volumes attached or detached later count too.
+ * The disks beside ours that share the instance's cap (activity.h): found in <sysfs>/block by
+ * family, their counters read at each sample, the list refreshed every few seconds so that
+ * volumes attached or detached later count too. A neighbour hydrated by a sibling (siblings.h)
+ * is read as our own disk is: its reads are the sibling's, not a workload; and the writes of
+ * any hydrator's checkpoint save (ours or a sibling's) are nobody's workload on the disks that
+ * hold its state directory.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "activity.h"
 #include "util.h"
 
 #define NEIGHBOURS_RESCAN_USEC (5 * USEC_PER_SEC)
@@ -16,16 +21,49 @@
 
 typedef struct Neighbours Neighbours;
 
-/* neighbours_new() - watch the disks of @self's family in @sysfs_root/block but @self. */
-int neighbours_new(Neighbours **ret, const char *sysfs_root, const char *self, uint64_t now_usec);
+/*
+ * A hydrator's checkpoint saves since the last sample, and the disks they land on. Each save
+ * writes the state file, its directory and the file system's journal: its writes there are
+ * allowed for (SAVE_ALLOWANCE_*), not counted as a workload; a workload writing more shows.
+ */
+typedef struct SaveNews {
+        unsigned saves;      /* begun since the last sample (one under way counts) */
+        uint64_t file_bytes; /* the state file's size */
+        const dev_t *disks;  /* n == 0: not known, so every disk */
+        unsigned n;
+} SaveNews;
+
+#define SAVE_ALLOWANCE_FS_BYTES (UINT64_C(64) << 10) /* journal blocks, inode, directory */
+#define SAVE_ALLOWANCE_OPS 8 /* data, journal, commit with flush and FUA, for file and dir */
+
+/* What the neighbours did over the last second. */
+typedef struct NeighbourFigures {
+        double siblings;               /* bytes/s their hydrators read */
+        double cost;                   /* bytes/s what others' I/O on them costs */
+        char busiest[KERNEL_NAME_MAX]; /* the one whose I/O costs most, "" none */
+} NeighbourFigures;
+
+/*
+ * neighbours_new() - watch the disks of @self's family in @sysfs_root/block but @self; their
+ * siblings' publications in @runtime_fd's io/ (-1: none: every neighbour's reads are a
+ * workload).
+ */
+int neighbours_new(Neighbours **ret, const char *sysfs_root, const char *self, int runtime_fd,
+                   uint64_t now_usec);
 Neighbours *neighbours_free(Neighbours *n);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Neighbours *, neighbours_free)
 
 /*
- * neighbours_sample() - read every neighbour's counters at @now_usec. Returns true when one
- * of them had I/O since the last call, with the sum of their bytes per second in @ret_rate
- * and the busiest one's name in @ret_name (KERNEL_NAME_MAX bytes). A neighbour whose counters
- * cannot be read any more (detached) is dropped.
+ * neighbours_sample() - read every neighbour's counters and sibling at @now_usec, with the
+ * news of our own saves (@own). A neighbour whose counters cannot be read any more
+ * (detached) is dropped.
  */
-bool neighbours_sample(Neighbours *n, uint64_t now_usec, double *ret_rate, char *ret_name);
+void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
+                       NeighbourFigures *ret);
+/* neighbours_save_allowance() - what the siblings' saves since the previous
+ * neighbours_sample() may have written on the disk @dev: added to @allowance. */
+void neighbours_save_allowance(const Neighbours *n, dev_t dev, ActivityAllowance *allowance);
+/* save_allowance() - what the saves of @news may have written on @dev: added to @allowance. */
+void save_allowance(const SaveNews *news, dev_t dev, ActivityAllowance *allowance);
 unsigned neighbours_count(const Neighbours *n);
+unsigned neighbours_siblings(const Neighbours *n);

@@ -43,6 +43,7 @@ struct Reader {
         struct iocb **queue; /* prepared, not yet accepted by io_submit */
         unsigned n_queued;
         unsigned n_inflight;
+        uint64_t partial; /* bytes read of reads not yet complete (short reads) */
         bool flushing;
 
         reader_complete_t complete;
@@ -58,6 +59,9 @@ static void slot_prepare(Reader *r, Slot *s) {
 static void slot_finish(Reader *r, Slot *s, int error) {
         ReadRequest req = s->req;
 
+        assert(r->partial >= s->done);
+        r->partial -= s->done;
+        s->done = 0;
         /* Free the slot first: the callback may want to submit the next read into it. */
         r->free_slots[r->n_free++] = (unsigned)(s - r->slots);
         r->complete(r, &req, error, r->userdata);
@@ -143,6 +147,7 @@ static void handle_event(Reader *r, struct io_event *ev) {
                         return;
                 }
                 s->done += (uint64_t)res;
+                r->partial += (uint64_t)res;
                 slot_prepare(r, s); /* short read: ask for the rest */
                 return;
         }
@@ -279,6 +284,10 @@ unsigned reader_busy(const Reader *r) {
 
 unsigned reader_in_flight(const Reader *r) {
         return r->n_inflight;
+}
+
+uint64_t reader_partial_bytes(const Reader *r) {
+        return r->partial;
 }
 
 bool reader_idle(const Reader *r) {

@@ -50,3 +50,6 @@ unsigned reader_depth(const Reader *r);
 unsigned reader_busy(const Reader *r);      /* queued + in flight + waiting to be resubmitted */
 unsigned reader_in_flight(const Reader *r); /* accepted by io_submit, not yet completed */
 bool reader_idle(const Reader *r);
+/* reader_partial_bytes() - bytes already read of reads not yet complete: a device that returned
+ * part of a read (its disk counted that part) before the rest. */
+uint64_t reader_partial_bytes(const Reader *r);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reader control law described in tuner.h: a throughput hill climb, held to a queueing
- * delay target, that yields to other I/O on the device.
+ * The reader control law described in tuner.h: a slow start and a throughput hill climb, held to
+ * a queueing delay target. The yield to other I/O is tuner-yield.c's.
  */
 #include <assert.h>
 
+#include "tuner-internal.h"
 #include "tuner.h"
 #include "util.h"
 
@@ -12,15 +13,8 @@ static unsigned clamp_depth(const DepthTuner *t, uint64_t depth) {
         return (unsigned)CLAMP(depth, (uint64_t)t->min, (uint64_t)t->max);
 }
 
-/* Yielding to others, the depth may go below the minimum of the climb, down to one read. */
-static unsigned clamp_yield(const DepthTuner *t, uint64_t depth) {
+unsigned tuner_clamp_yield(const DepthTuner *t, uint64_t depth) {
         return (unsigned)CLAMP(depth, UINT64_C(1), (uint64_t)t->max);
-}
-
-/* A quarter less, at least one read less, never none. */
-static unsigned give_way(const DepthTuner *t) {
-        return clamp_yield(t, MIN((uint64_t)t->depth * TUNER_CONTENTION_NUM / TUNER_CONTENTION_DEN,
-                                  (uint64_t)t->depth - 1));
 }
 
 /* Scales by num/den, and moves by at least one step in that direction (8 x 5/4 is 10, 1 x 3/2
@@ -35,7 +29,7 @@ static unsigned scaled(const DepthTuner *t, unsigned depth, unsigned num, unsign
         return clamp_depth(t, d);
 }
 
-static void new_epoch(DepthTuner *t, uint64_t now) {
+void tuner_new_epoch(DepthTuner *t, uint64_t now) {
         t->epoch_usec = now;
         /* Reads submitted before now were planned for another depth (or were held back): let
          * one mean latency pass, so that the window sees the new depth's steady state. */
@@ -57,8 +51,11 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
         *t = (DepthTuner){
                 .min = MAX(min, 1u),
                 .max = MAX(max, MAX(min, 1u)),
-                .mode = TUNER_STARTUP,
+                .mode = TUNER_SLOW_START,
                 .latency_usec = (double)TUNER_LATENCY_INIT_USEC,
+                .round_min_usec = UINT64_MAX,
+                .start_min_usec = UINT64_MAX,
+                .sample_min_usec = UINT64_MAX,
                 .base_bucket_usec = now_usec,
                 /* The start-up epochs may have measured the base behind a queue of our own
                  * (or of the volumes that started with us): the first relearn comes soon. */
@@ -69,7 +66,10 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                 t->base_hist[i] = UINT64_MAX;
         t->depth = clamp_depth(t, start);
-        new_epoch(t, now_usec);
+        t->round_depth = t->round_prev_depth = t->depth;
+        if (t->depth == t->max) /* nothing to start slowly towards */
+                t->mode = TUNER_STARTUP;
+        tuner_new_epoch(t, now_usec);
 }
 
 void tuner_fixed(DepthTuner *t, unsigned depth, uint64_t now_usec) {
@@ -78,15 +78,82 @@ void tuner_fixed(DepthTuner *t, unsigned depth, uint64_t now_usec) {
         t->mode = TUNER_CRUISE;
 }
 
+/* The slow start is over, at @depth (the epochs judge from there), in STARTUP. */
+static void end_slow_start(DepthTuner *t, unsigned depth, uint64_t now) {
+        t->depth = clamp_depth(t, depth);
+        t->changes++;
+        t->mode = TUNER_STARTUP;
+        t->base_rate = 0;
+        tuner_new_epoch(t, now);
+}
+
+/*
+ * Slow start, read by read: one read more for each cold one that completes, so the depth doubles
+ * every round (a round: as many completions as the depth when it began). It ends when a round
+ * did not pay, at the depth the round before began with: its first reads' smallest latency
+ * stood over the smallest since the start by more than the target (reads began to queue), or
+ * its throughput grew by less than TUNER_SLOW_START_GAIN (the device gives no more).
+ */
+static void slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t now) {
+        double rate;
+
+        if (t->tainted) /* the owner could not keep the depth: this says nothing */
+                return;
+        if (t->round_completions == 0) {
+                t->round_start_usec = now;
+                t->round_bytes = 0;
+        }
+        t->start_min_usec = MIN(t->start_min_usec, latency);
+        if (t->round_completions < TUNER_SLOW_START_SAMPLES)
+                t->round_min_usec = MIN(t->round_min_usec, latency);
+        t->round_bytes += (double)bytes;
+        if (t->depth < t->max) {
+                t->depth++;
+                t->changes++;
+        }
+        if (++t->round_completions < t->round_depth)
+                return;
+        rate = now > t->round_start_usec
+                       ? t->round_bytes * (double)USEC_PER_SEC / (double)(now - t->round_start_usec)
+                       : 0;
+        if (t->round_min_usec > t->start_min_usec + tuner_target(t->start_min_usec) ||
+            (t->round_rate > 0 && rate < t->round_rate * TUNER_SLOW_START_GAIN)) {
+                end_slow_start(t, t->round_prev_depth, now);
+                return;
+        }
+        if (t->depth == t->max) {
+                end_slow_start(t, t->depth, now);
+                return;
+        }
+        t->round_rate = rate;
+        t->round_prev_depth = t->round_depth;
+        t->round_depth = t->depth;
+        t->round_completions = 0;
+        t->round_min_usec = UINT64_MAX;
+}
+
+void tuner_end_slow_start(DepthTuner *t, uint64_t now) {
+        if (t->mode == TUNER_SLOW_START)
+                end_slow_start(t, t->round_prev_depth, now);
+}
+
 void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64_t now_usec) {
+        bool cold = latency_usec >= TUNER_WARM_USEC; /* a warm block says nothing of cold ones */
+
         /* Weight 1/8: smooth over a queue's worth of completions, quick enough to follow a
          * change from cold to warm blocks. */
         t->latency_usec += ((double)latency_usec - t->latency_usec) / 8.0;
+        t->request_bytes = (double)bytes;
+        t->sample_bytes += (double)bytes;
+        if (cold)
+                t->sample_min_usec = MIN(t->sample_min_usec, latency_usec);
+        if (t->mode == TUNER_SLOW_START && cold && !t->yielding)
+                slow_start(t, bytes, latency_usec, now_usec);
         if (now_usec < t->measure_usec)
                 return;
         t->bytes += bytes;
         t->completions++;
-        if (latency_usec >= TUNER_WARM_USEC) /* a warm block says nothing of cold ones */
+        if (cold)
                 t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
         else
                 t->warm_completions++;
@@ -97,7 +164,7 @@ void tuner_taint(DepthTuner *t, uint64_t now_usec) {
         t->epoch_usec = now_usec; /* the cause must clear for a mean latency from now */
 }
 
-static bool set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
+bool tuner_set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
         bool changed = depth != t->depth;
 
         assert(depth >= 1 && depth <= t->max); /* below the minimum only to yield; never none */
@@ -109,7 +176,7 @@ static bool set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
 
 /* ---- base latency and queueing delay ---- */
 
-static void base_note(DepthTuner *t, uint64_t latency, uint64_t now) {
+void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now) {
         for (unsigned i = 0; now - t->base_bucket_usec >= TUNER_BASE_BUCKET_USEC; i++) {
                 if (i == TUNER_BASE_BUCKETS) { /* a long gap: everything has aged out */
                         t->base_bucket_usec = now;
@@ -154,7 +221,7 @@ typedef struct Sample {
 static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
         double d = rate * (double)(s->base + s->target) / (double)USEC_PER_SEC / s->request;
 
-        return clamp_yield(t, (uint64_t)(d + 0.5));
+        return tuner_clamp_yield(t, (uint64_t)(d + 0.5));
 }
 
 /* Twice the target: worth draining. Between the two the depth stays (a whole number of reads
@@ -201,8 +268,8 @@ static bool drain(DepthTuner *t, const Sample *s, unsigned from) {
 /* The climb is over at @depth: cruise there, or drain first if reads queue. */
 static bool cruise_at(DepthTuner *t, const Sample *s, unsigned depth) {
         if (queueing(s) && drain(t, s, depth))
-                return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
-        return set_depth(t, depth, TUNER_CRUISE);
+                return tuner_set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
+        return tuner_set_depth(t, depth, TUNER_CRUISE);
 }
 
 static bool decide_probe_down(DepthTuner *t, const Sample *s) {
@@ -222,32 +289,32 @@ static bool decide_probe_down(DepthTuner *t, const Sample *s) {
                 if (s->rate >= t->base_rate * TUNER_DOWN_TOLERANCE) {
                         t->drain_retried = false;
                         t->hold_next = TUNER_CRUISE_EPOCHS;
-                        return set_depth(t, t->depth, TUNER_CRUISE);
+                        return tuner_set_depth(t, t->depth, TUNER_CRUISE);
                 }
                 if (!t->drain_retried && t->depth < base) {
                         t->drain_retried = true;
                         t->delay_probe = true;
-                        return set_depth(t,
-                                         MIN(base, scaled(t, t->depth, TUNER_PROBE_UP_NUM,
-                                                          TUNER_PROBE_UP_DEN)),
-                                         TUNER_PROBE_DOWN);
+                        return tuner_set_depth(t,
+                                               MIN(base, scaled(t, t->depth, TUNER_PROBE_UP_NUM,
+                                                                TUNER_PROBE_UP_DEN)),
+                                               TUNER_PROBE_DOWN);
                 }
                 t->drain_retried = false;
                 /* Each time it turns out so, wait twice as long before draining again. */
                 t->delay_hold = true;
                 t->hold_left = t->hold_next;
                 t->hold_next = MIN(t->hold_next * 2, TUNER_CRUISE_EPOCHS_MAX);
-                return set_depth(t, base, TUNER_CRUISE);
+                return tuner_set_depth(t, base, TUNER_CRUISE);
         }
         if (s->rate < t->base_rate * TUNER_DOWN_TOLERANCE)
-                return set_depth(t, base, TUNER_CRUISE);
+                return tuner_set_depth(t, base, TUNER_CRUISE);
         /* As fast with fewer: the rest only queued. Keep shrinking while that holds; the base
          * stays the rate to defend, so small losses cannot add up. */
         t->base_depth = t->depth;
         if (t->depth == t->min)
-                return set_depth(t, t->depth, TUNER_CRUISE);
-        return set_depth(t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
-                         TUNER_PROBE_DOWN);
+                return tuner_set_depth(t, t->depth, TUNER_CRUISE);
+        return tuner_set_depth(t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
+                               TUNER_PROBE_DOWN);
 }
 
 static bool decide_cruise(DepthTuner *t, const Sample *s) {
@@ -257,7 +324,7 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
         if (t->delay_hold && --t->hold_left == 0)
                 t->delay_hold = false;
         if (queueing(s) && !t->delay_hold && drain(t, s, t->depth))
-                return set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
+                return tuner_set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
         if (++t->cruise_epochs < t->probe_wait)
                 return false;
         t->cruise_epochs = 0;
@@ -265,13 +332,15 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
          * fewer reads can only be slower. */
         t->probe_down = !t->probe_down;
         if (t->probe_down && s->queue > s->target && t->depth > t->min)
-                return set_depth(t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
-                                 TUNER_PROBE_DOWN);
+                return tuner_set_depth(
+                        t, scaled(t, t->depth, TUNER_PROBE_DOWN_NUM, TUNER_PROBE_DOWN_DEN),
+                        TUNER_PROBE_DOWN);
         /* Up only without a queue: into one, more reads take a share from whoever else is
          * in it, which looks like growth from here. */
         if (t->depth < t->max && s->queue <= s->target)
-                return set_depth(t, scaled(t, t->depth, TUNER_PROBE_UP_NUM, TUNER_PROBE_UP_DEN),
-                                 TUNER_PROBE_UP);
+                return tuner_set_depth(t,
+                                       scaled(t, t->depth, TUNER_PROBE_UP_NUM, TUNER_PROBE_UP_DEN),
+                                       TUNER_PROBE_UP);
         return false;
 }
 
@@ -284,8 +353,8 @@ static bool decide(DepthTuner *t, const Sample *s) {
                 t->base_rate = s->rate;
                 if (t->depth == t->max)
                         return cruise_at(t, s, t->depth);
-                return set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
-                                 TUNER_STARTUP);
+                return tuner_set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
+                                       TUNER_STARTUP);
         case TUNER_PROBE_UP:
                 if (!growth_paid(t, s->rate)) {
                         /* The volume is what it was: look again less often. */
@@ -295,15 +364,16 @@ static bool decide(DepthTuner *t, const Sample *s) {
                 t->probe_wait = TUNER_CRUISE_EPOCHS;
                 t->base_depth = t->depth;
                 t->base_rate = s->rate;
-                return set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
-                                 TUNER_STARTUP);
+                return tuner_set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
+                                       TUNER_STARTUP);
         case TUNER_PROBE_DOWN:
                 return decide_probe_down(t, s);
         case TUNER_CRUISE:
                 return decide_cruise(t, s);
         case TUNER_RELEARN: /* the slowdown's throughput says nothing; its latency was noted */
-                return set_depth(t, t->relearn_depth, TUNER_CRUISE);
-        case TUNER_YIELD:
+                return tuner_set_depth(t, t->relearn_depth, TUNER_CRUISE);
+        case TUNER_SLOW_START: /* decided read by read */
+        case TUNER_YIELD:      /* decided sample by sample */
                 break;
         }
         return false;
@@ -318,86 +388,29 @@ static bool maybe_relearn(DepthTuner *t, uint64_t now) {
                 return false;
         t->relearn_due_usec = next_boundary(now, TUNER_RELEARN_USEC);
         t->relearn_depth = t->depth;
-        return set_depth(t, t->min, TUNER_RELEARN);
+        return tuner_set_depth(t, t->min, TUNER_RELEARN);
 }
 
-/* ---- yielding ---- */
-
-/* The depth that takes TUNER_YIELD_SHARE of what the others leave of the capacity; 0 while the
- * capacity is not known (the device never queued our reads). */
-static unsigned yield_share(const DepthTuner *t, double request) {
-        uint64_t base = tuner_base_latency(t);
-        double spare = t->capacity - t->foreign_rate;
-
-        if (!t->capacity_known || base == 0 || request <= 0)
-                return 0;
-        if (spare <= 0)
-                return 1;
-        return clamp_yield(t, (uint64_t)(TUNER_YIELD_SHARE * spare * (double)base /
-                                         (double)USEC_PER_SEC / request));
-}
-
-bool tuner_foreign(DepthTuner *t, bool active, double rate, uint64_t now_usec) {
-        unsigned share;
-
-        t->foreign_rate = active ? rate : 0;
-        if (!active)
-                return false;
-        t->foreign_usec = now_usec;
-        if (t->yielding)
-                return false;
-        t->yielding = true;
-        t->yields++;
-        t->delay_probe = false;
-        new_epoch(t, now_usec);
-        share = yield_share(t, t->request_bytes);
-        return set_depth(t, MIN(t->depth, share > 0 ? share : clamp_yield(t, TUNER_YIELD_START)),
-                         TUNER_YIELD);
-}
-
-/* While yielding: one read more per epoch up to the share (or, with no capacity known yet, until
- * reads queue), a quarter less on queueing. */
-static bool decide_yield(DepthTuner *t, const Sample *s) {
-        unsigned share = yield_share(t, s->request);
-
-        if (s->queue > s->target) {
-                unsigned d = give_way(t);
-
-                return set_depth(t, share > 0 ? MIN(d, share) : d, TUNER_YIELD);
-        }
-        if (share == 0 || t->depth < share)
-                return set_depth(t, clamp_yield(t, (uint64_t)t->depth + 1), TUNER_YIELD);
-        /* At the share and no queue: the capacity may have been measured low (another volume
-         * behind the same cap, a slow epoch). Believe a little more of it each epoch; the
-         * first queue sets it right again. */
-        if (s->queue <= s->target)
-                t->capacity *= TUNER_YIELD_PROBE;
-        return set_depth(t, share, TUNER_YIELD);
-}
-
-static bool stop_yielding(DepthTuner *t, uint64_t now) {
-        t->yielding = false;
-        t->base_rate = 0; /* climb afresh from here */
+/* After yielding, the climb starts again from the depth it had: a new slow start, from the base
+ * it knows. */
+bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
+        t->base_rate = 0;
         t->cruise_epochs = 0;
         t->delay_hold = false;
-        new_epoch(t, now);
+        t->delay_probe = false;
+        tuner_new_epoch(t, now);
         if (t->fixed)
-                return set_depth(t, t->max, TUNER_CRUISE);
-        return set_depth(t, clamp_depth(t, t->depth), TUNER_STARTUP);
+                return tuner_set_depth(t, t->max, TUNER_CRUISE);
+        t->round_depth = t->round_prev_depth = MAX(t->depth, t->min);
+        t->round_completions = 0;
+        t->round_min_usec = UINT64_MAX;
+        t->round_rate = 0;
+        if (tuner_base_latency(t) > 0)
+                t->start_min_usec = tuner_base_latency(t);
+        return tuner_set_depth(t, clamp_depth(t, t->depth), TUNER_SLOW_START);
 }
 
 /* ---- the epoch ---- */
-
-static void note_capacity(DepthTuner *t, const Sample *s) {
-        double total = s->rate + t->foreign_rate;
-
-        /* Reads queued: the device delivered all it could. Otherwise it can do at least this. */
-        if (s->queue > s->target) {
-                t->capacity = total;
-                t->capacity_known = true;
-        } else
-                t->capacity = MAX(t->capacity, total);
-}
 
 /*
  * Reads that take three times the base are either deeply queued or of another kind than the
@@ -429,8 +442,8 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
                 return false;
         t->suspect = true;
         t->relearn_depth = t->depth;
-        new_epoch(t, now);
-        return set_depth(t, t->min, TUNER_RELEARN);
+        tuner_new_epoch(t, now);
+        return tuner_set_depth(t, t->min, TUNER_RELEARN);
 }
 
 bool tuner_update(DepthTuner *t, uint64_t now_usec) {
@@ -444,14 +457,16 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         if (t->mode == TUNER_RELEARN && tuner_base_latency(t) > 0)
                 window = MAX(TUNER_WINDOW_MIN_USEC, 2 * tuner_base_latency(t));
 
-        if (t->yielding && now_usec - t->foreign_usec >= TUNER_YIELD_QUIET_USEC)
-                return stop_yielding(t, now_usec);
+        if (t->yielding) /* tuner_sample() decides, on the sampling clock */
+                return false;
         if (t->tainted) {
                 /* Start over once the cause has had a mean latency to clear. */
                 if (now_usec >= t->epoch_usec + (uint64_t)t->latency_usec)
-                        new_epoch(t, now_usec);
+                        tuner_new_epoch(t, now_usec);
                 return false;
         }
+        if (t->mode == TUNER_SLOW_START) /* decided read by read (tuner_complete()) */
+                return false;
         if (now_usec < t->measure_usec + window || t->completions < t->depth || t->completions == 0)
                 return false;
 
@@ -465,7 +480,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         else {
                 uint64_t before = s.base;
 
-                base_note(t, t->min_latency_usec, now_usec);
+                tuner_base_note(t, t->min_latency_usec, now_usec);
                 s.base = tuner_base_latency(t);
                 s.queue = t->min_latency_usec - s.base;
                 /* A base that fell by more than the target (a relearn saw through a queue)
@@ -475,15 +490,11 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                         t->hold_next = TUNER_CRUISE_EPOCHS;
                 }
         }
-        s.target = t->yielding ? tuner_yield_target(s.base) : tuner_target(s.base);
+        /* Others use the device (too little to yield to): their reads must not wait long
+         * behind ours either; a queue on a cap buys nothing anyway. */
+        s.target = t->others ? tuner_yield_target(s.base) : tuner_target(s.base);
         t->queue_delay_usec = s.queue;
-        t->request_bytes = s.request;
-        if (t->mode != TUNER_RELEARN) /* a slowdown by design says nothing of the capacity */
-                note_capacity(t, &s);
-
-        if (t->yielding)
-                changed = decide_yield(t, &s);
-        else if (t->fixed)
+        if (t->fixed)
                 changed = false;
         else if (t->warm_completions * TUNER_WARM_SHARE_DEN > t->completions)
                 changed = false; /* blocks warm already (a resumed run): nothing to climb on */
@@ -492,15 +503,16 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                 if (!changed)
                         changed = maybe_relearn(t, now_usec);
         }
-        new_epoch(t, now_usec);
+        tuner_new_epoch(t, now_usec);
         return changed;
 }
 
 const char *tuner_mode_to_string(TunerMode m) {
         static const char *const names[] = {
-                [TUNER_STARTUP] = "startup",   [TUNER_CRUISE] = "cruise",
-                [TUNER_PROBE_UP] = "probe-up", [TUNER_PROBE_DOWN] = "probe-down",
-                [TUNER_RELEARN] = "relearn",   [TUNER_YIELD] = "yield",
+                [TUNER_SLOW_START] = "slow-start", [TUNER_STARTUP] = "startup",
+                [TUNER_CRUISE] = "cruise",         [TUNER_PROBE_UP] = "probe-up",
+                [TUNER_PROBE_DOWN] = "probe-down", [TUNER_RELEARN] = "relearn",
+                [TUNER_YIELD] = "yield",
         };
 
         return (unsigned)m < ELEMENTSOF(names) ? names[m] : "?";

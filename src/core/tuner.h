@@ -12,9 +12,13 @@
  *
  * Three signals, three rules:
  *
- * 1. Throughput (a hill climb in epochs). Each epoch first lets the reads already in flight
- *    drain (one mean latency), then measures over a window of a few latencies and at least one
- *    full turn of the queue:
+ * 1. Throughput (a hill climb in epochs). It starts with SLOW_START (as TCP does): one read
+ *    more for each cold read that completes, so the depth doubles every round of reads, until
+ *    a round does not pay: its first reads' smallest latency stands more than the target
+ *    (rule 2) over the smallest seen (reads have begun to queue), or its throughput grew by
+ *    less than a quarter. Then the epochs take over from the depth the round before began
+ *    with. Each epoch first lets the reads already in flight drain (one mean latency), then
+ *    measures over a window of a few latencies and at least one full turn of the queue:
  *      STARTUP  depth x 1.5 per epoch while the step pays; then CRUISE at the knee
  *      CRUISE   hold for TUNER_CRUISE_EPOCHS (twice as long after each probe up that did not
  *               pay, up to TUNER_CRUISE_EPOCHS_MAX), then probe: up, or down (alternately)
@@ -45,17 +49,37 @@
  *    twice the base, the base was learned on something else (warm blocks that waited in a
  *    queue) and starts afresh.
  *
- * 3. Other I/O on the device or on the volumes beside it (tuner_foreign(), from the disks'
- *    counters: activity.h, neighbours.h). While it lasts the tuner YIELDS: at once down to
- *    what takes TUNER_YIELD_SHARE of the spare capacity (capacity = what the device
- *    delivered, ours and theirs together, when reads last queued; spare = capacity minus
- *    their rate now), and from there one read more per epoch while no queueing delay appears
- *    (over a tighter target: a sixteenth of the base, at most 5 ms), a quarter less when it
- *    does. With no capacity known yet it starts at TUNER_YIELD_START and grows until reads
- *    queue; at its share without a queue, it believes the capacity a little larger each
- *    epoch (TUNER_YIELD_PROBE), since a capacity measured while others filled the cap is too
- *    small. Only after TUNER_YIELD_QUIET_USEC without other I/O does the climb start again
- *    (md resync's idle test, ZFS scrub's ramp after quiet).
+ * 3. Other I/O, in proportion (tuner_sample(), every ACTIVITY_SAMPLE_USEC, from the disks'
+ *    counters: activity.h, neighbours.h, siblings.h). Each sample gives what the others'
+ *    I/O costs over the last second, in bytes/s: on our own disk, and on the other disks of
+ *    the family (an EC2 instance's volumes share its EBS bandwidth); and what the other
+ *    hydrators on the host read, which is not a workload (siblings.h: they share by the
+ *    common delay target of rule 2, as LEDBAT flows do). Against the capacities learned
+ *    while nobody else was there (the most delivered in a window of TUNER_WINDOW_SECONDS:
+ *    on our disk, ours and theirs; on the family, everyone's, of which we take our share
+ *    beside the siblings), the yield leaves the others what they take and TUNER_YIELD_MARGIN
+ *    more:
+ *      pace_own = cap_own - (1 + margin) x own_cost
+ *      pace_all = share x (cap_all - (1 + margin) x (own_cost + other_cost))
+ *    and reads at the smaller of the two, paced (the hydrator's token bucket), with the depth
+ *    that pace needs. A cut under TUNER_YIELD_MIN_CUT of what we would read with nobody else
+ *    there (the smaller of cap_own and share x cap_all) is not worth a yield
+ *    (a journal's commits, a log line): only the climb holds our queue to the tighter target
+ *    below while it lasts, so that their reads do not wait long behind ours. So a
+ *    load that takes 1% of the capacity costs about 1.5%, and a writer of 4 KiB a second
+ *    costs nothing. Their cost is the most of the last TUNER_YIELD_QUIET_USEC: the cut comes
+ *    at once and goes only after a quiet spell (md resync's idle test, ZFS scrub's ramp).
+ *    The harm they see is measured too: while yielding, the smallest latency of the last
+ *    TUNER_YIELD_QUEUE_SAMPLES samples over the base is the queue they wait in (a tighter
+ *    target: a sixteenth of the base, at most 5 ms); when it shows while we read at our
+ *    pace, the capacities are what was delivered just then (all a saturated device gives).
+ *    At the start of a yield the pace is halved until the queue we held before has drained.
+ *    Capacities not seen at saturation for TUNER_CAPACITY_TRUST_USEC are believed
+ *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
+ *    a sibling's queue, say) recovers; a probe that finds the queue where it was waits twice
+ *    as long before the next (up to TUNER_PROBE_WAIT_MAX_USEC). With no capacity learned yet
+ *    (busy from the start), it starts at TUNER_YIELD_START reads and adds one a sample until
+ *    reads queue: that total is the capacity.
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
@@ -70,7 +94,9 @@
 
 #include "util.h"
 
-#define TUNER_GROW_NUM 3 /* STARTUP: x 3/2 */
+#define TUNER_SLOW_START_SAMPLES 8 /* a round's delay: the smallest of its first 8 reads */
+#define TUNER_SLOW_START_GAIN 1.25 /* a round pays when its throughput grows by a quarter */
+#define TUNER_GROW_NUM 3           /* STARTUP: x 3/2 */
 #define TUNER_GROW_DEN 2
 #define TUNER_PROBE_UP_NUM 5 /* x 5/4 */
 #define TUNER_PROBE_UP_DEN 4
@@ -97,17 +123,29 @@
 #define TUNER_RECHECK_USEC (5 * USEC_PER_SEC)       /* ... not within 5 s of another relearn */
 #define TUNER_RELEARN_USEC (60 * USEC_PER_SEC)      /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * USEC_PER_SEC) /* ... a minute, and soon after start */
-#define TUNER_CONTENTION_NUM 3                      /* yielding, and reads queue: x 3/4 per epoch */
-#define TUNER_CONTENTION_DEN 4
 
 #define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */
-#define TUNER_YIELD_TARGET_MAX_USEC (5 * USEC_PER_MSEC) /* ... at most 5 ms of our queue */
-#define TUNER_YIELD_SHARE 0.75                          /* of the spare capacity, while yielding */
-#define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC)       /* other I/O gone this long: climb again */
-#define TUNER_YIELD_PROBE 1.05 /* at the share without a queue: capacity + 5% per epoch */
-#define TUNER_YIELD_START 2u   /* reads in flight when yielding with no capacity known yet */
+#define TUNER_YIELD_TARGET_MAX_USEC (5 * USEC_PER_MSEC) /* ... at most 5 ms of their wait */
+#define TUNER_SAMPLE_USEC (100 * USEC_PER_MSEC)         /* tuner_sample()'s cadence */
+#define TUNER_RATE_SAMPLES 10                           /* rates over the last second */
+#define TUNER_WINDOW_SECONDS 30                         /* capacities: the most of 30 s */
+#define TUNER_YIELD_MARGIN 0.5   /* leave the others what they take and half as much again */
+#define TUNER_YIELD_MIN_CUT 0.03 /* a cut under 3% of our rate: no yield */
+#define TUNER_YIELD_FLOOR 0.05   /* never below 5% of our rate: politeness, not starvation */
+#define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC)     /* their cost: the most of the last 5 s */
+#define TUNER_CAPACITY_TRUST_USEC (60 * USEC_PER_SEC) /* a capacity seen at saturation ... */
+#define TUNER_YIELD_PROBE 0.02 /* ... then believed 2% a second larger while no queue shows */
+#define TUNER_PROBE_WAIT_MAX_USEC                                      \
+        (16 * TUNER_CAPACITY_TRUST_USEC) /* a probe that found nothing \
+                                          * more: twice as long */
+#define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
+#define TUNER_YIELD_SETTLE_USEC (3 * USEC_PER_SEC) /* our queue from before has drained by then */
+#define TUNER_YIELD_QUEUE_SAMPLES 3  /* yielding, a queue: in the last three samples' reads */
+#define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads */
+#define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency */
 
 typedef enum TunerMode {
+        TUNER_SLOW_START,
         TUNER_STARTUP,
         TUNER_CRUISE,
         TUNER_PROBE_UP,
@@ -115,6 +153,31 @@ typedef enum TunerMode {
         TUNER_RELEARN,
         TUNER_YIELD,
 } TunerMode;
+
+/* Rates over one second, bytes/s, and the smallest cold latency of that second. */
+typedef struct TunerRates {
+        double ours;       /* our completed reads */
+        double siblings;   /* the other hydrators' reads on the family's disks (siblings.h) */
+        double own_cost;   /* what others' I/O on our disk costs */
+        double other_cost; /* ... on the other disks of the family */
+        uint64_t min_latency_usec; /* UINT64_MAX: no cold read completed */
+} TunerRates;
+
+/* One sample: our bytes completed in it, its span, its smallest cold latency. */
+typedef struct TunerSlot {
+        double bytes;
+        uint64_t span_usec;
+        uint64_t min_latency_usec; /* UINT64_MAX: no cold read completed */
+} TunerSlot;
+
+/* The most of each one-second rate seen in one second of samples: the capacity window. */
+typedef struct TunerSecond {
+        double ours, own_total, all_total;
+        double share; /* ours / (ours + the siblings') when all_total was reached */
+        double own_cost, other_cost;
+        bool queued; /* our reads queued at some sample of it: those totals were all there was */
+        bool used;   /* has samples */
+} TunerSecond;
 
 typedef struct DepthTuner {
         unsigned min, max; /* bounds of the climb (giving way to others, the floor is 1) */
@@ -151,20 +214,52 @@ typedef struct DepthTuner {
         unsigned base_bucket;                   /* the bucket being filled */
         uint64_t base_bucket_usec;              /* when it started */
         uint64_t queue_delay_usec;              /* of the last epoch */
-        double request_bytes;                   /* mean bytes per read, of the last epoch */
+        double request_bytes;                   /* bytes of the last read completed */
         uint64_t relearn_due_usec;
         unsigned relearn_depth;     /* the depth to return to after RELEARN */
         uint64_t base_checked_usec; /* when a relearn last measured the base */
         bool suspect;               /* this RELEARN checks the base because reads got slow */
         bool slow_confirmed;        /* ... and found it right: the slowness is a queue */
 
-        /* other I/O on the device */
+        /* slow start: the round of reads under way */
+        unsigned round_depth;       /* the depth when it began: its length in completions */
+        unsigned round_prev_depth;  /* ... and the round before's */
+        unsigned round_completions; /* cold completions in it so far */
+        uint64_t round_start_usec;  /* its first completion */
+        double round_bytes;         /* completed in it */
+        double round_rate;          /* bytes/s of the round before; 0 none */
+        uint64_t round_min_usec;    /* the smallest latency of its first reads; UINT64_MAX none */
+        uint64_t start_min_usec;    /* the smallest cold latency since the start */
+
+        /* other I/O (tuner_sample()) */
+        bool others; /* someone else's I/O lately, worth a yield or not */
         bool yielding;
-        uint64_t foreign_usec; /* the last time other I/O was seen */
-        double foreign_rate;   /* its bytes/s, from the last sample */
-        double capacity;       /* bytes/s the device delivered at most, ours and theirs */
-        bool capacity_known;   /* ... measured while reads queued: all it could deliver */
-        unsigned yields;       /* times it started yielding (for the log) */
+        double pace;               /* bytes/s to read at while yielding; 0 = not paced */
+        double cut;                /* 1 - pace / fair: the share of what we would read given way */
+        bool yield_own;            /* the cut is for I/O on our own disk (else on the others) */
+        double sample_bytes;       /* ours completed since the last sample */
+        uint64_t sample_min_usec;  /* their smallest cold latency; UINT64_MAX none */
+        uint64_t last_sample_usec; /* 0 before the first */
+        TunerSlot ring[TUNER_RATE_SAMPLES]; /* the last second's samples */
+        unsigned ring_n, ring_next;
+        TunerSecond seconds[TUNER_WINDOW_SECONDS]; /* per second: the most of each rate */
+        unsigned second_next;
+        uint64_t second_usec;        /* when the current second began */
+        TunerRates now;              /* rates over the last second (the latest sample's view) */
+        double own_cost, other_cost; /* the most of the last TUNER_YIELD_QUIET_USEC */
+        double cap_own;              /* bytes/s our disk delivered at most: ours and theirs */
+        double cap_all;              /* bytes/s the family delivered at most: everyone's */
+        double share;                /* ... of which ours beside the siblings', 0 to 1 */
+        double fair;                 /* what we would read with nobody else there */
+        bool cap_known;              /* the capacities were seen at saturation (reads queued) ... */
+        uint64_t cap_seen_usec;      /* ... last at this time */
+        uint64_t yield_start_usec;   /* when it began to yield */
+        bool yield_settled;          /* ... and the queue we held before has drained */
+        uint64_t queue_seen_usec;    /* when a queue last cut the capacities, while yielding */
+        uint64_t probe_step_usec;    /* when the depth last grew, yielding with none known */
+        uint64_t probe_wait_usec;    /* trust a capacity this long before probing it */
+        bool probing;                /* the capacities grow: probing */
+        unsigned yields;             /* times it started yielding (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */
@@ -177,11 +272,15 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
 /* tuner_taint() - the owner could not keep t->depth reads in flight just now. */
 void tuner_taint(DepthTuner *t, uint64_t now_usec);
 /*
- * tuner_foreign() - a sample of the device's other I/O: @active when anything not ours was
- * read or written since the last sample, at @rate bytes/s. Starts yielding at once (returns
- * true when t->depth changed); the end of yielding is decided by tuner_update().
+ * tuner_sample() - every TUNER_SAMPLE_USEC: what the others' I/O cost since the last sample
+ * (@own_cost on our disk, @other_cost on the other disks of the family; bytes/s over the last
+ * second, see hydrator-activity.c) and what the other hydrators on the host read (@siblings,
+ * bytes/s). Decides whether to yield and at what pace. Returns true when t->depth changed.
  */
-bool tuner_foreign(DepthTuner *t, bool active, double rate, uint64_t now_usec);
+bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_cost,
+                  uint64_t now_usec);
+/* tuner_pace() - bytes/s to read at most while yielding; 0 = no pace. */
+double tuner_pace(const DepthTuner *t);
 /*
  * tuner_update() - end the epoch if its window is complete, and decide. Call it after
  * completions (cheap when nothing is due). Returns true when t->depth changed.

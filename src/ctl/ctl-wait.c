@@ -56,43 +56,13 @@ static int add_disk(Target *t, const char *name) {
         return 0;
 }
 
-/* The disks under the block device whose sysfs directory is @dir: itself, the disk of a
- * partition, or those under a device-mapper or md device (its slaves), recursively. */
-static int add_disks_of(Target *t, const char *dir, unsigned depth) {
-        _cleanup_free_ char *path = NULL, *resolved = NULL, *slaves = NULL;
-        _cleanup_(closedirp) DIR *d = NULL;
-        struct dirent *de;
-        struct stat st;
-        bool any = false;
-        int r;
+static int add_disk_cb(const char *name, void *userdata) {
+        return add_disk(userdata, name);
+}
 
-        if (depth > 8)
-                return -ELOOP;
-        resolved = realpath(dir, NULL);
-        if (!resolved)
-                return -errno;
-        if (asprintf(&path, "%s/partition", resolved) < 0)
-                return -ENOMEM;
-        if (stat(path, &st) == 0) {
-                *strrchr(resolved, '/') = '\0'; /* the disk holds its partitions */
-                return add_disk(t, strrchr(resolved, '/') + 1);
-        }
-        if (asprintf(&slaves, "%s/slaves", resolved) < 0)
-                return -ENOMEM;
-        d = opendir(slaves);
-        while (d && (de = readdir(d))) {
-                _cleanup_free_ char *sub = NULL;
-
-                if (de->d_name[0] == '.')
-                        continue;
-                if (asprintf(&sub, "%s/%s", slaves, de->d_name) < 0)
-                        return -ENOMEM;
-                r = add_disks_of(t, sub, depth + 1);
-                if (r < 0)
-                        return r;
-                any = true;
-        }
-        return any ? 0 : add_disk(t, strrchr(resolved, '/') + 1);
+/* The disks under the block device whose sysfs directory is @dir (sysfs_disks_under()). */
+static int add_disks_of(Target *t, const char *dir) {
+        return sysfs_disks_under(dir, add_disk_cb, t);
 }
 
 /* Undoes mountinfo's octal escapes (\040 for a space) in place. */
@@ -169,7 +139,7 @@ static int resolve_target(Target *t) {
                 /* A kernel name (a disk, a partition, a device-mapper device): its disks. */
                 if (asprintf(&dir, "%s/class/block/%s", sysfs_root(), t->arg) < 0)
                         return log_error_errno(-ENOMEM, "Out of memory");
-                r = t->arg[0] != '.' ? add_disks_of(t, dir, 0) : -ENOENT;
+                r = t->arg[0] != '.' ? add_disks_of(t, dir) : -ENOENT;
                 if (r == -ENOMEM)
                         return log_error_errno(r, "Out of memory");
                 if (r < 0) /* a volume id, a mapping name, or a disk not attached yet */
@@ -187,13 +157,13 @@ static int resolve_target(Target *t) {
         devnum = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
         if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum), minor(devnum)) < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        r = add_disks_of(t, dir, 0);
+        r = add_disks_of(t, dir);
         if (r == -ENOENT && !S_ISBLK(st.st_mode) && mount_source(t->arg, &devnum) >= 0) {
                 free(dir);
                 if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum),
                              minor(devnum)) < 0)
                         return log_error_errno(-ENOMEM, "Out of memory");
-                r = add_disks_of(t, dir, 0);
+                r = add_disks_of(t, dir);
         }
         if (r == -ENOMEM)
                 return log_error_errno(r, "Out of memory");

@@ -25,6 +25,7 @@
 #include "prepare.h"
 #include "progress.h"
 #include "report.h"
+#include "siblings.h"
 #include "sysfs.h"
 
 typedef struct Run {
@@ -244,6 +245,20 @@ static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char
 }
 
 /*
+ * The hydrators of the volumes beside ours hear what we read and when we save (siblings.h), so
+ * that they do not yield to us; without the runtime directory they would, and the run goes on.
+ */
+static void share(Run *run) {
+        int r = hydrator_share(run->hydrator, run->sysfs_root, run->runtime_fd);
+
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot publish what %s reads in %s/%s (%m): the hydrators of "
+                                  "the volumes beside it will yield to it",
+                                  run->devnode, strempty(run->runtime_dir), SIBLINGS_DIR);
+}
+
+/*
  * Yield=: the disk's counters tell the hydrator when someone else uses the device. A device
  * without them (a sandbox that hides /sys, an odd driver) is still hydrated, at full speed,
  * and the journal says why it will not give way.
@@ -266,7 +281,7 @@ static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettin
                                   path, dev->path);
                 return;
         }
-        r = hydrator_watch_neighbours(run->hydrator, run->sysfs_root);
+        r = hydrator_watch_neighbours(run->hydrator, run->sysfs_root, run->runtime_fd);
         if (r < 0)
                 log_warning_errno(r,
                                   "Cannot watch the volumes beside %s (%m): yielding only "
@@ -329,6 +344,7 @@ static int start_reading(Run *run) {
                    settings->rate_limit ? ", rate limited" : "",
                    settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
                    settings->yield ? "" : ", Yield=no");
+        share(run);
         watch_activity(run, run->dev, settings);
         r = hydrator_start(run->hydrator, on_finished, run);
         if (r < 0) {

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "device.h"
 #include "parse.h"
+#include "sysfs.h"
 #include "util.h"
 
 char *device_path_from_arg(const char *arg) {
@@ -113,6 +115,32 @@ static int not_a_block_device(const char *path, mode_t mode, char **ret_error) {
         return -ENOTBLK;
 }
 
+/* An attribute of <sysfs>/block/<name>/queue, or 0 when it cannot be read. */
+static uint64_t queue_limit(const char *sysfs_root, const char *name, const char *attr) {
+        _cleanup_free_ char *path = NULL;
+        uint64_t v;
+
+        if (asprintf(&path, "%s/block/%s/queue/%s", sysfs_root, name, attr) < 0 ||
+            sysfs_read_u64_at(AT_FDCWD, path, &v) < 0 || v > UINT32_MAX)
+                return 0;
+        return v;
+}
+
+/* The queue's limits; left 0 (unknown) when they cannot be read. A request carries at most
+ * max_sectors_kb, and at most max_segments segments: of a buffer in ordinary memory, one page
+ * each (its pages are rarely contiguous). */
+static void read_queue_limits(const char *sysfs_root, BlockDevice *d) {
+        uint64_t sectors_kb = queue_limit(sysfs_root, d->kernel_name, "max_sectors_kb");
+        uint64_t segments = queue_limit(sysfs_root, d->kernel_name, "max_segments");
+
+        d->queue_requests = (unsigned)queue_limit(sysfs_root, d->kernel_name, "nr_requests");
+        d->max_request_bytes = sectors_kb * 1024;
+        if (segments > 0)
+                d->max_request_bytes =
+                        MIN(d->max_request_bytes > 0 ? d->max_request_bytes : UINT64_MAX,
+                            segments * (uint64_t)sysconf(_SC_PAGESIZE));
+}
+
 int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret,
                       char ret_whole[KERNEL_NAME_MAX], char **ret_error) {
         _cleanup_close_ int fd = -1;
@@ -157,12 +185,28 @@ int block_device_open(const char *path, const char *sysfs_root, BlockDevice *ret
                 *ret_error = NULL;
         if (r < 0)
                 return r;
+        read_queue_limits(sysfs_root, &d);
         d.path = strdup(path);
         if (!d.path)
                 return -ENOMEM;
         d.fd = TAKE_FD(fd);
         *ret = d;
         return 0;
+}
+
+unsigned block_device_requests_per_read(const BlockDevice *d, uint64_t request) {
+        if (d->max_request_bytes == 0 || request == 0)
+                return 1;
+        return (unsigned)MIN(DIV_ROUND_UP(request, d->max_request_bytes), (uint64_t)UINT_MAX);
+}
+
+unsigned block_device_max_reads(const BlockDevice *d, uint64_t request) {
+        uint64_t n;
+
+        if (d->queue_requests == 0 || request == 0)
+                return 0;
+        n = (uint64_t)d->queue_requests * 3 / 4 / block_device_requests_per_read(d, request);
+        return (unsigned)MAX(n, UINT64_C(1));
 }
 
 void block_device_close(BlockDevice *d) {

@@ -17,7 +17,21 @@ typedef struct BlockDevice {
         char kernel_name[KERNEL_NAME_MAX]; /* nvme1n1 */
         uint64_t size;                     /* bytes, BLKGETSIZE64 */
         uint32_t logical_block_size;       /* BLKSSZGET */
+        unsigned queue_requests;           /* queue/nr_requests: requests it holds; 0 unknown */
+        uint64_t max_request_bytes; /* the most one request carries: queue/max_sectors_kb, and
+                                     * queue/max_segments pages of a buffer whose pages are
+                                     * not contiguous; 0 unknown */
 } BlockDevice;
+
+/*
+ * block_device_max_reads() - how many reads of @request bytes @d takes at once without
+ * io_submit() blocking for a free request (a read larger than max_request_bytes is several),
+ * leaving a quarter of its requests to everyone else's I/O; 0 when its queue is not known.
+ */
+unsigned block_device_max_reads(const BlockDevice *d, uint64_t request);
+/* block_device_requests_per_read() - the requests a read of @request bytes becomes on @d (1
+ * when its limits are not known). */
+unsigned block_device_requests_per_read(const BlockDevice *d, uint64_t request);
 
 /* device_path_from_arg() - "/dev/nvme1n1" stays, "nvme1n1" becomes "/dev/nvme1n1" (malloc'ed). */
 char *device_path_from_arg(const char *arg);

@@ -2,11 +2,13 @@
 /*
  * sysfs attributes (sysfs.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "fileio.h"
@@ -73,4 +75,47 @@ int sysfs_disk_seq(const char *kernel_name, uint64_t *ret) {
         if (asprintf(&path, "%s/block/%s/diskseq", sysfs_root(), kernel_name) < 0)
                 return -ENOMEM;
         return sysfs_read_u64_at(AT_FDCWD, path, ret);
+}
+
+static int disks_under(const char *dir, unsigned depth, int (*add)(const char *, void *),
+                       void *userdata) {
+        _cleanup_free_ char *path = NULL, *resolved = NULL, *slaves = NULL;
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        struct stat st;
+        bool any = false;
+        int r;
+
+        if (depth > 8)
+                return -ELOOP;
+        resolved = realpath(dir, NULL);
+        if (!resolved)
+                return -errno;
+        if (asprintf(&path, "%s/partition", resolved) < 0)
+                return -ENOMEM;
+        if (stat(path, &st) == 0) {
+                *strrchr(resolved, '/') = '\0'; /* the disk holds its partitions */
+                return add(strrchr(resolved, '/') + 1, userdata);
+        }
+        if (asprintf(&slaves, "%s/slaves", resolved) < 0)
+                return -ENOMEM;
+        d = opendir(slaves);
+        while (d && (de = readdir(d))) {
+                _cleanup_free_ char *sub = NULL;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (asprintf(&sub, "%s/%s", slaves, de->d_name) < 0)
+                        return -ENOMEM;
+                r = disks_under(sub, depth + 1, add, userdata);
+                if (r < 0)
+                        return r;
+                any = true;
+        }
+        return any ? 0 : add(strrchr(resolved, '/') + 1, userdata);
+}
+
+int sysfs_disks_under(const char *dir, int (*add)(const char *name, void *userdata),
+                      void *userdata) {
+        return disks_under(dir, 0, add, userdata);
 }

@@ -37,3 +37,13 @@ int sysfs_disk_seq(const char *kernel_name, uint64_t *ret);
 /* sysfs_read_devnum_at() - an attribute that is a device number ("259:1\n", a block device's
  * "dev"). The errors of sysfs_read_attr_at(), or -EBADMSG if the value is not MAJ:MIN. */
 int sysfs_read_devnum_at(int dir_fd, const char *path, dev_t *ret);
+
+/*
+ * sysfs_disks_under() - the whole disks under the block device whose sysfs directory is @dir
+ * (<sysfs>/dev/block/MAJ:MIN, <sysfs>/class/block/NAME): itself, the disk of a partition, or
+ * those under a device-mapper or md device (its slaves), recursively. @add is called with each
+ * disk's kernel name, the same one possibly more than once; a negative return stops the walk.
+ * Return: 0, or -errno (-ENOENT: no such node; -ELOOP: nested too deep), or what @add returned.
+ */
+int sysfs_disks_under(const char *dir, int (*add)(const char *name, void *userdata),
+                      void *userdata);

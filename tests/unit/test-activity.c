@@ -3,6 +3,7 @@
  * Telling other I/O on the device from ours: the disk's counters against our completed reads.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,113 +50,174 @@ static void test_activity_parse(void **state) {
 }
 
 typedef struct Disk {
-        DiskStat st;
-        uint64_t ours;
-        uint64_t in_flight; /* bytes of ours */
+        DiskStat st;       /* in_flight: the requests it holds, ours and theirs */
+        ActivityOurs ours; /* requests: ours in flight, each of bytes_per_request */
         uint64_t now;
         Activity a;
 } Disk;
 
-/* One 100 ms sample: @ours_read and @theirs_read bytes read, @their_writes writes. */
-static bool step(Disk *d, uint64_t ours_read, uint64_t theirs_read, uint64_t their_writes,
-                 double *rate) {
+/* One 100 ms sample: @ours_read and @theirs_read bytes read, @their_writes 4 KiB writes; the
+ * figures over the last second in @f. */
+static void step(Disk *d, uint64_t ours_read, uint64_t theirs_read, uint64_t their_writes,
+                 ActivityFigures *f) {
         d->st.read_sectors += (ours_read + theirs_read) / 512;
         d->st.write_ios += their_writes;
         d->st.write_sectors += their_writes * 8;
-        d->ours += ours_read;
+        d->ours.bytes += ours_read;
         d->now += ACTIVITY_SAMPLE_USEC;
-        return activity_sample(&d->a, &d->st, d->ours, d->in_flight, d->now, rate);
+        activity_sample(&d->a, &d->st, &d->ours, NULL, d->now, f);
+}
+
+/* @n requests of ours in flight, of 512 KiB, all held by the disk. */
+static Disk with_reads_in_flight(uint64_t n) {
+        return (Disk){.st = {.in_flight = n},
+                      .ours = {.requests = n, .bytes_per_request = 512 * 1024}};
+}
+
+static bool close_to(double x, double want) {
+        return x >= 0.99 * want && x <= 1.01 * want;
 }
 
 static void test_activity_ours_alone_is_quiet(void **state) {
-        Disk d = {0};
-        double rate;
+        Disk d = with_reads_in_flight(24);
+        ActivityFigures f;
 
-        assert_false(step(&d, 0, 0, 0, &rate)); /* the first sample only primes */
+        step(&d, 0, 0, 0, &f); /* the first sample only primes */
+        assert_true(f.ours == 0 && f.reads == 0);
         for (int i = 0; i < 100; i++) {
-                assert_false(step(&d, 12 * MiB, 0, 0, &rate));
-                assert_true(rate == 0);
+                step(&d, 12 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0 && f.writes == 0 && f.write_ops == 0);
+                assert_true(activity_cost(&f) == 0);
         }
+        assert_true(close_to(f.ours, 120.0 * MiB));
 }
 
 static void test_activity_sees_their_reads(void **state) {
-        Disk d = {.in_flight = 4 * MiB};
-        double rate;
+        Disk d = with_reads_in_flight(24);
+        ActivityFigures f;
 
-        (void)step(&d, 0, 0, 0, &rate);
+        step(&d, 0, 0, 0, &f);
         for (int i = 0; i < 20; i++)
-                (void)step(&d, 12 * MiB, 0, 0, &rate);
-        /* 2000 reads of 16 KiB a second: 3.2 MB in each 100 ms. With 4 MiB of ours in
-         * flight, the second sample proves it. */
-        assert_false(step(&d, 12 * MiB, 200 * 16384, 0, &rate));
-        assert_true(step(&d, 12 * MiB, 200 * 16384, 0, &rate));
-        for (int i = 0; i < 20; i++)
-                assert_true(step(&d, 6 * MiB, 200 * 16384, 0, &rate));
-        assert_true(rate > 0.99 * 2000 * 16384 && rate < 1.01 * 2000 * 16384);
-        /* They stop: the rate falls at once, the activity ages out of the window. */
+                step(&d, 12 * MiB, 0, 0, &f);
+        /* 2000 reads of 16 KiB a second: 3.2 MB in each 100 ms. At once... */
+        step(&d, 12 * MiB, 200 * 16384, 0, &f);
+        assert_true(f.reads > 0.2 * MiB);
+        /* ... and in full once they have read for a second. */
         for (int i = 0; i < ACTIVITY_RATE_SAMPLES; i++)
-                (void)step(&d, 6 * MiB, 0, 0, &rate);
-        assert_true(rate == 0);
-        for (int i = 0; i < ACTIVITY_HISTORY; i++)
-                (void)step(&d, 6 * MiB, 0, 0, &rate);
-        assert_false(step(&d, 6 * MiB, 0, 0, &rate));
+                step(&d, 6 * MiB, 200 * 16384, 0, &f);
+        assert_true(f.reads > 0.98 * 2000 * 16384 - ACTIVITY_READ_SLACK &&
+                    f.reads < 1.01 * 2000 * 16384);
+        assert_true(close_to(f.ours, 60.0 * MiB));
+        /* They stop: gone from the figures a second later. */
+        for (int i = 0; i < ACTIVITY_RATE_SAMPLES; i++)
+                step(&d, 6 * MiB, 0, 0, &f);
+        assert_true(f.reads == 0);
 }
 
 static void test_activity_split_reads_are_noise(void **state) {
-        /* The disk counts parts of our reads before we can: up to what we have in flight
-         * ahead, for as long as they take. Not someone else's. */
-        Disk d = {.in_flight = 8 * MiB};
-        double rate;
+        /* Our reads of 1 MiB are two requests each: the disk counts each half as it
+         * completes, and the halves of one read may complete far apart behind a cap. What it
+         * no longer holds of ours it counted: not someone else's. */
+        Disk d = with_reads_in_flight(32);
+        ActivityFigures f;
 
-        (void)step(&d, 0, 0, 0, &rate);
+        step(&d, 0, 0, 0, &f);
         for (int i = 0; i < 200; i++) {
-                uint64_t ahead = (uint64_t)(i * 7 % 9) * MiB; /* 0 to 8 MiB, any pattern */
+                uint64_t halves = (uint64_t)(i * 7 % 17); /* 0 to 16 halves done early */
 
-                d.st.read_sectors += ahead / 512;
-                assert_false(step(&d, 12 * MiB, 0, 0, &rate));
-                d.st.read_sectors -= ahead / 512;
+                d.st.read_sectors += halves * 512 * 1024 / 512;
+                d.st.in_flight -= halves;
+                step(&d, 12 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0);
+                d.st.read_sectors -= halves * 512 * 1024 / 512;
+                d.st.in_flight += halves;
         }
 }
 
-static void test_activity_much_in_flight_only_delays(void **state) {
-        /* 64 MiB of ours in flight: the workload shows once it read more than that. */
-        Disk d = {.in_flight = 64 * MiB};
-        double rate;
-        int i;
+static void test_activity_sibling_in_flight(void **state) {
+        /* A sibling counts its reads when its loop runs, a moment after the disk: what it
+         * says it has in flight and the disk no longer holds, it read. A workload on its disk
+         * still shows, whatever the sibling does. */
+        Disk d = with_reads_in_flight(16);
+        ActivityFigures f;
 
-        (void)step(&d, 0, 0, 0, &rate);
-        for (i = 0; i < 50 && !step(&d, 12 * MiB, 200 * 16384, 0, &rate); i++)
-                ;
-        assert_in_range(i, 19, 21); /* 64 MiB / 3.2 MB per sample */
+        step(&d, 0, 0, 0, &f);
+        for (int i = 0; i <= 102; i++) { /* the last one with nothing done early */
+                uint64_t done = (uint64_t)(i * 5 % 17);
+
+                d.st.read_sectors += done * 512 * 1024 / 512;
+                d.st.in_flight -= done;
+                step(&d, 20 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0);
+                d.st.read_sectors -= done * 512 * 1024 / 512;
+                d.st.in_flight += done;
+        }
+        d.st.in_flight++; /* the workload's one read in flight */
+        for (int i = 0; i < ACTIVITY_RATE_SAMPLES; i++)
+                step(&d, 20 * MiB, 4 * MiB, 0, &f);
+        assert_true(f.reads > 40.0 * MiB - 2 * ACTIVITY_READ_SLACK && f.reads <= 40.0 * MiB);
 }
 
 static void test_activity_sees_any_write(void **state) {
         Disk d = {0};
-        double rate;
+        ActivityFigures f;
 
-        (void)step(&d, 0, 0, 0, &rate);
-        (void)step(&d, MiB, 0, 0, &rate);
-        assert_true(step(&d, MiB, 0, 1, &rate)); /* one journal commit */
-        assert_true(rate > 0);
+        step(&d, 0, 0, 0, &f);
+        step(&d, MiB, 0, 0, &f);
+        step(&d, MiB, 0, 1, &f); /* one journal commit */
+        assert_true(f.writes > 0 && f.write_ops > 0);
+        assert_true(activity_cost(&f) > 0);
         d.st.flush_ios++;
-        assert_true(step(&d, MiB, 0, 0, &rate));
+        step(&d, MiB, 0, 0, &f);
         d.st.discard_ios++;
-        assert_true(step(&d, MiB, 0, 0, &rate));
-        assert_false(step(&d, MiB, 0, 0, &rate));
+        step(&d, MiB, 0, 0, &f);
+        /* over the last second: a write, a flush and a discard in 0.4 s */
+        assert_true(close_to(f.write_ops, 3 / 0.4));
+        assert_true(close_to(f.writes, 4096 / 0.4));
+        for (int i = 0; i < ACTIVITY_RATE_SAMPLES; i++)
+                step(&d, MiB, 0, 0, &f);
+        assert_true(f.writes == 0 && f.write_ops == 0);
+}
+
+static void test_activity_allowance(void **state) {
+        /* A checkpoint save's writes are allowed for; a workload writing more shows. */
+        ActivityAllowance save = {.bytes = 64 * 1024, .ops = 8};
+        Disk d = {0};
+        ActivityFigures f;
+
+        step(&d, 0, 0, 0, &f);
+        d.st.write_ios += 6;
+        d.st.flush_ios += 2;
+        d.st.write_sectors += 48 * 1024 / 512;
+        d.now += ACTIVITY_SAMPLE_USEC;
+        activity_sample(&d.a, &d.st, &d.ours, &save, d.now, &f);
+        assert_true(f.writes == 0 && f.write_ops == 0);
+        d.st.write_ios += 100;
+        d.st.write_sectors += 100 * 8;
+        d.now += ACTIVITY_SAMPLE_USEC;
+        activity_sample(&d.a, &d.st, &d.ours, &save, d.now, &f);
+        assert_true(f.write_ops > 0 && f.writes > 0);
 }
 
 static void test_activity_counters_going_back(void **state) {
         /* The counters reset (a device replaced under the same name): no false alarm, no
          * wrap-around. */
-        Disk d = {0};
-        double rate;
+        Disk d = with_reads_in_flight(0);
+        ActivityFigures f;
 
         d.st.read_sectors = 1000000;
         d.st.write_ios = 50;
-        (void)step(&d, 0, 0, 0, &rate);
+        step(&d, 0, 0, 0, &f);
         d.st = (DiskStat){0};
-        assert_false(step(&d, MiB, 0, 0, &rate));
-        assert_true(rate == 0);
+        step(&d, MiB, 0, 0, &f);
+        assert_true(f.reads == 0 && f.writes == 0 && f.write_ops == 0);
+}
+
+static void test_activity_cost(void **state) {
+        ActivityFigures f = {.ours = 100.0 * MiB, .reads = 1000, .writes = 4096, .write_ops = 2};
+
+        /* Ours is no cost; each write, flush or discard counts for more than its bytes. */
+        assert_true(activity_cost(&f) == 1000 + 4096 + 2.0 * ACTIVITY_OP_BYTES);
 }
 
 static void test_activity_read(void **state) {
@@ -218,39 +280,19 @@ static void test_activity_family(void **state) {
         assert_string_equal(f, "nv");
 }
 
-static void test_activity_neighbour(void **state) {
-        DiskStat a = {.read_sectors = 1000, .write_ios = 5}, b = a;
-        double rate;
-
-        assert_false(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate)); /* idle */
-        assert_true(rate == 0);
-        b.read_sectors += 256 * 1024 / 512; /* 256 KiB: at the slack, not over */
-        assert_false(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
-        b.read_sectors += 1;
-        assert_true(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
-        assert_true(rate > 2.5e6 && rate < 2.7e6);
-        b = a;
-        b.write_ios++; /* one write, however small */
-        assert_true(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
-        b = a;
-        b.read_sectors = 0; /* counters that went back: nothing */
-        b.write_ios = 0;
-        assert_false(activity_neighbour(&a, &b, ACTIVITY_SAMPLE_USEC, &rate));
-        assert_true(rate == 0);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_activity_parse),
                 cmocka_unit_test(test_activity_ours_alone_is_quiet),
                 cmocka_unit_test(test_activity_sees_their_reads),
                 cmocka_unit_test(test_activity_split_reads_are_noise),
+                cmocka_unit_test(test_activity_sibling_in_flight),
                 cmocka_unit_test(test_activity_sees_any_write),
-                cmocka_unit_test(test_activity_much_in_flight_only_delays),
+                cmocka_unit_test(test_activity_allowance),
                 cmocka_unit_test(test_activity_counters_going_back),
                 cmocka_unit_test(test_activity_read),
                 cmocka_unit_test(test_activity_family),
-                cmocka_unit_test(test_activity_neighbour),
+                cmocka_unit_test(test_activity_cost),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

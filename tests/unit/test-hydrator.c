@@ -49,6 +49,7 @@ void __wrap_reader_poll(Reader *r);
 unsigned __wrap_reader_busy(const Reader *r);
 unsigned __wrap_reader_in_flight(const Reader *r);
 bool __wrap_reader_idle(const Reader *r);
+uint64_t __wrap_reader_partial_bytes(const Reader *r);
 int __real_state_save(int dir_fd, const HydrateState *s);
 int __wrap_state_save(int dir_fd, const HydrateState *s);
 
@@ -204,6 +205,10 @@ unsigned __wrap_reader_in_flight(const Reader *r) {
 
 bool __wrap_reader_idle(const Reader *r) {
         return r->n_queued + r->n_in_flight == 0;
+}
+
+uint64_t __wrap_reader_partial_bytes(const Reader *r) {
+        return 0; /* the fake reader completes reads whole */
 }
 
 /* Ends the read at @offset with @error (0: read in full), as the real reader's callback does. */

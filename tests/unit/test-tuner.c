@@ -26,33 +26,43 @@
 #define MiB (UINT64_C(1) << 20)
 #define STEP (10 * MSEC)
 #define SAMPLE (100 * MSEC) /* the hydrator's look at the disk's counters */
-#define MAX_TUNERS 4
+#define MAX_TUNERS 16
 #define FOREGROUND (2000.0 * 16384) /* 2000 random 16 KiB reads a second */
+/* Yielding, the capacity is probed after a minute, then less and less often; a probe that
+ * finds it where it was makes a short queue, found within a few samples: at most this. */
+#define PROBE_QUEUE_MAX (15 * MSEC)
 
 /* fio --bs=1M on a fresh 1 GiB rig volume (90 ms, no cap), 2026-11-25: depth -> MiB/s. */
 static const double rig_curve[][2] = {
-        {1, 10.6},    {8, 80.4},    {16, 152.9},  {32, 264.3},
-        {64, 450.1},  {128, 556.5}, {256, 600.0},
+        {1, 10.6}, {8, 80.4}, {16, 152.9}, {32, 264.3}, {64, 450.1}, {128, 556.5}, {256, 600.0},
 };
 
 typedef struct Device {
-        double latency_usec;   /* first-touch latency */
-        double cap;            /* bytes/s on every read, 0 = none */
-        bool curve;            /* the rig's measured curve instead of latency and cap */
-        double jitter;         /* each read's latency is up to this fraction longer */
-        double foreground;     /* bytes/s of a workload behind the same cap */
-        bool visible[MAX_TUNERS]; /* the workload is on tuner i's device: its counters show it */
-        bool neighbours;          /* each tuner sees the others' and the workload's I/O on the
-                                   * volumes beside it (neighbours.h) */
+        double latency_usec;        /* first-touch latency */
+        double cap;                 /* bytes/s on every read, 0 = none */
+        bool curve;                 /* the rig's measured curve instead of latency and cap */
+        double jitter;              /* each read's latency is up to this fraction longer */
+        double foreground;          /* bytes/s of a workload behind the same cap */
+        bool visible[MAX_TUNERS];   /* the workload is on tuner i's disk: its counters show it */
+        bool neighbours;            /* each tuner sees the workload's I/O on a volume beside it */
+        bool strangers;             /* the tuners do not know each other (no siblings.h): each
+                                     * sees the others' reads as other I/O on the volumes beside */
+        bool separate;              /* each tuner has a cap of its own (the workload shares
+                                     * tuner 0's) */
+        double other_cost;          /* what a small load beside them costs (a journal), bytes/s */
+        double own_cost;            /* ... and on their own disk */
+        double backlog[MAX_TUNERS]; /* bytes waiting at the cap (one per cap) */
 } Device;
 
 typedef struct Run {
-        double rate[MAX_TUNERS]; /* bytes/s over the run, per tuner */
-        double total;            /* of all tuners */
-        double depth;            /* mean depth of tuner 0 (it moves while probing) */
-        double queue_mean;       /* queueing delay every read saw, usec: mean over the run */
-        double queue_max;        /* and the largest */
-        double queue_p999;       /* 99.9th percentile over the steps, weighted by time */
+        double rate[MAX_TUNERS];   /* bytes/s over the run, per tuner */
+        double total;              /* of all tuners */
+        double depth;              /* mean depth of tuner 0 (it moves while probing) */
+        double queue_mean;         /* queueing delay every read saw, usec: mean over the run */
+        double queue_max;          /* and the largest */
+        double queue_p999;         /* 99.9th percentile over the steps, weighted by time */
+        unsigned yielding_samples; /* samples in which tuner 0 yielded */
+        unsigned samples;
 } Run;
 
 static double curve_rate(unsigned depth) {
@@ -71,22 +81,67 @@ static double curve_rate(unsigned depth) {
         return 0;
 }
 
-/* Each tuner's throughput, and the latency every read sees now. */
-static double device_step(const Device *v, DepthTuner **t, unsigned n, double *rate) {
-        double inflight = 0, latency = v->latency_usec;
+/* What tuner @t asks of a device that answers after @latency: its reads in flight over the
+ * latency, or its pace while it yields, whichever is less. */
+static double demand(const DepthTuner *t, double latency) {
+        double d = (double)t->depth * MiB * 1e6 / latency, pace = tuner_pace(t);
 
-        for (unsigned i = 0; i < n; i++)
-                inflight += (double)t[i]->depth * MiB;
-        if (v->curve) {
-                rate[0] = curve_rate(t[0]->depth);
-                return inflight * 1e6 / rate[0];
+        return pace > 0 ? fmin(d, pace) : d;
+}
+
+/*
+ * A cap as a queue (a fluid model of a token bucket): what arrives beyond the cap waits, and
+ * the backlog drains at the cap. Everyone's reads, ours and the workload's, see the first-touch
+ * latency plus the backlog's wait. The tuners ask for their reads in flight over that latency,
+ * or their pace while they yield.
+ */
+static double backlog_step(double *backlog, DepthTuner **t, unsigned n, double lat0, double cap,
+                           double fg, double *rate) {
+        double latency = lat0 + *backlog * 1e6 / cap, arriving = fg;
+
+        for (unsigned i = 0; i < n; i++) {
+                rate[i] = demand(t[i], latency);
+                arriving += rate[i];
         }
-        /* Over the cap: the reads queue until everyone's share of it is what they get. */
-        if (v->cap > 0 && inflight * 1e6 / latency + v->foreground > v->cap)
-                latency = inflight * 1e6 / (v->cap - v->foreground);
-        for (unsigned i = 0; i < n; i++)
-                rate[i] = (double)t[i]->depth * MiB * 1e6 / latency;
+        *backlog = fmax(0.0, *backlog + (arriving - cap) * (double)STEP / 1e6);
+        if (*backlog > 0 && arriving > cap) /* served in proportion, within the cap */
+                for (unsigned i = 0; i < n; i++)
+                        rate[i] *= fmax(0.0, cap - fg) / fmax(arriving - fg, 1.0);
         return latency;
+}
+
+/* Each tuner's throughput and the latency its reads see now; the queueing delay the workload
+ * sees in @ret_queue (behind the same cap as tuner 0). */
+static void device_step(Device *v, DepthTuner **t, unsigned n, double *rate, double *latency,
+                        double *ret_queue) {
+        *ret_queue = 0;
+        if (v->curve) {
+                double inflight = (double)t[0]->depth * MiB;
+
+                rate[0] = fmin(curve_rate(t[0]->depth),
+                               tuner_pace(t[0]) > 0 ? tuner_pace(t[0]) : INFINITY);
+                latency[0] = inflight * 1e6 / curve_rate(t[0]->depth);
+                return; /* the curve's latency is the device's own: nobody waits behind it */
+        }
+        if (v->cap <= 0) {
+                for (unsigned i = 0; i < n; i++) {
+                        latency[i] = v->latency_usec;
+                        rate[i] = demand(t[i], latency[i]);
+                }
+                return;
+        }
+        if (v->separate) {
+                for (unsigned i = 0; i < n; i++)
+                        latency[i] = backlog_step(&v->backlog[i], &t[i], 1, v->latency_usec, v->cap,
+                                                  i == 0 ? v->foreground : 0, &rate[i]);
+                *ret_queue = latency[0] - v->latency_usec;
+                return;
+        }
+        latency[0] =
+                backlog_step(&v->backlog[0], t, n, v->latency_usec, v->cap, v->foreground, rate);
+        for (unsigned i = 1; i < n; i++)
+                latency[i] = latency[0];
+        *ret_queue = latency[0] - v->latency_usec;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -95,8 +150,25 @@ static int cmp_double(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
+/* The look at the counters every 100 ms: what tuner @i hears of the others. */
+static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, const double *rate,
+                   uint64_t now) {
+        double siblings = 0, others = v->other_cost, own = v->own_cost;
+
+        for (unsigned j = 0; j < n; j++)
+                if (j != i && v->strangers)
+                        others += rate[j];
+                else if (j != i)
+                        siblings += rate[j];
+        if (v->foreground > 0 && v->visible[i])
+                own += v->foreground;
+        else if (v->foreground > 0 && v->neighbours)
+                others += v->foreground;
+        (void)tuner_sample(t[i], siblings, own, others, now);
+}
+
 /* Runs @n tuners on @v for @usec in 10 ms steps. */
-static Run drive_all(DepthTuner **t, unsigned n, const Device *v, uint64_t *now, uint64_t usec) {
+static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint64_t usec) {
         double carry[MAX_TUNERS] = {0}, bytes[MAX_TUNERS] = {0}, depth_sum = 0, queue_sum = 0;
         size_t steps = usec / STEP, k = 0;
         double *queue = calloc(steps + 1, sizeof(double));
@@ -104,38 +176,35 @@ static Run drive_all(DepthTuner **t, unsigned n, const Device *v, uint64_t *now,
 
         assert_non_null(queue);
         for (uint64_t end = *now + usec; *now < end; *now += STEP, k++) {
-                double rate[MAX_TUNERS], latency = device_step(v, t, n, rate);
-                /* The curve's latency is the device's own: nobody else waits behind it. */
-                queue[k] = v->curve ? 0 : MAX(0.0, latency - v->latency_usec);
+                double rate[MAX_TUNERS], latency[MAX_TUNERS];
+
+                device_step(v, t, n, rate, latency, &queue[k]);
                 queue_sum += queue[k];
                 run.queue_max = MAX(run.queue_max, queue[k]);
                 depth_sum += t[0]->depth;
+                if (*now % SAMPLE == 0) {
+                        run.samples++;
+                        run.yielding_samples += t[0]->yielding;
+                }
                 for (unsigned i = 0; i < n; i++) {
-                        if (*now % SAMPLE == 0 && v->neighbours) {
-                                double others = v->foreground;
-
-                                for (unsigned j = 0; j < n; j++)
-                                        others += j == i ? 0 : rate[j];
-                                (void)tuner_foreign(t[i], others > 0, others, *now);
-                        } else if (*now % SAMPLE == 0)
-                                (void)tuner_foreign(t[i], v->visible[i] && v->foreground > 0,
-                                                    v->foreground, *now);
+                        if (*now % SAMPLE == 0)
+                                sample(v, t, n, i, rate, *now);
                         carry[i] += rate[i] * (double)STEP / 1e6;
                         for (; carry[i] >= (double)MiB; carry[i] -= (double)MiB) {
                                 double extra = v->jitter * (double)rand() / RAND_MAX;
 
-                                tuner_complete(t[i], MiB, (uint64_t)(latency * (1 + extra)),
+                                tuner_complete(t[i], MiB, (uint64_t)(latency[i] * (1 + extra)),
                                                *now);
                                 bytes[i] += (double)MiB;
                         }
                         if (tuner_update(t[i], *now) && getenv("TUNER_TRACE"))
                                 fprintf(stderr,
                                         "%7.2f s: tuner %u depth %3u (%s), base %.1f ms, "
-                                        "queue %.1f ms\n",
+                                        "queue %.1f ms, pace %.1f MiB/s\n",
                                         (double)*now / 1e6, i, t[i]->depth,
                                         tuner_mode_to_string(t[i]->mode),
                                         tuner_base_latency(t[i]) / 1000.0,
-                                        t[i]->queue_delay_usec / 1000.0);
+                                        t[i]->queue_delay_usec / 1000.0, tuner_pace(t[i]) / MiB);
                 }
         }
         for (unsigned i = 0; i < n; i++) {
@@ -150,13 +219,14 @@ static Run drive_all(DepthTuner **t, unsigned n, const Device *v, uint64_t *now,
         if (getenv("TUNER_TRACE"))
                 fprintf(stderr,
                         "run: %.1f MiB/s in all (tuner 0: %.1f), depth %.1f, queue mean %.1f "
-                        "p99.9 %.1f max %.1f ms\n",
+                        "p99.9 %.1f max %.1f ms, yielding in %u of %u samples\n",
                         run.total / MiB, run.rate[0] / MiB, run.depth, run.queue_mean / 1000,
-                        run.queue_p999 / 1000, run.queue_max / 1000);
+                        run.queue_p999 / 1000, run.queue_max / 1000, run.yielding_samples,
+                        run.samples);
         return run;
 }
 
-static Run drive(DepthTuner *t, const Device *v, uint64_t *now, uint64_t usec) {
+static Run drive(DepthTuner *t, Device *v, uint64_t *now, uint64_t usec) {
         return drive_all(&t, 1, v, now, usec);
 }
 
@@ -302,6 +372,17 @@ static void test_tuner_tolerates_jitter(void **state) {
 
 /* ---- other I/O ---- */
 
+/* Alone on gp3 (125 MiB/s on every read, 90 ms first touch), for a reference. */
+static double alone_on_gp3(void) {
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+
+        tuner_init(&t, 4, 32, 256, now);
+        (void)drive(&t, &v, &now, 20 * SEC);
+        return drive(&t, &v, &now, 60 * SEC).rate[0];
+}
+
 static void test_tuner_yields_at_once_and_comes_back(void **state) {
         /* gp3 with its cap on every read; a database starts 2000 x 16 KiB reads/s on it. */
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
@@ -316,14 +397,31 @@ static void test_tuner_yields_at_once_and_comes_back(void **state) {
         v.foreground = FOREGROUND;
         (void)drive(&t, &v, &now, SAMPLE + STEP); /* the next look at the counters */
         assert_true(t.yielding);
+        assert_true(t.yield_own);
         assert_int_equal(t.mode, TUNER_YIELD);
-        assert_true(t.depth * MiB * 1e6 / (90 * MSEC) <= 0.8 * spare); /* cut at once */
+        /* Cut at once: to half the pace while the queue we held alone (the climb's target,
+         * 11 ms) drains, within a second; then to the pace that leaves the workload what it
+         * takes and half as much again: the cap is never reached, so its reads never wait
+         * behind ours. */
+        assert_true(tuner_pace(&t) <= 0.51 * (125.0 * MiB - 1.5 * FOREGROUND));
+        run = drive(&t, &v, &now, SEC);
+        assert_true(run.queue_max <= 2 * tuner_target(90 * MSEC) + 8 * MSEC);
+        assert_true(tuner_pace(&t) <= 1.01 * (125.0 * MiB - 1.5 * FOREGROUND));
+        assert_true(tuner_pace(&t) >= 0.95 * (125.0 * MiB - 1.5 * FOREGROUND));
+        run = drive(&t, &v, &now, 20 * SEC);
+        assert_true(run.queue_max <= 1.0 * MSEC);
+        assert_true(run.rate[0] >= 0.8 * spare);
+        /* Longer: the capacity is probed after a minute (it may have grown), at the cost of a
+         * short queue when it has not; then less and less often. */
         run = drive(&t, &v, &now, 60 * SEC);
-        /* The workload hardly waits for us (a read's worth, now and then, when the share is
-         * probed), and we still hydrate. */
         assert_true(run.queue_mean <= 1.0 * MSEC);
+        assert_true(run.queue_max <= PROBE_QUEUE_MAX);
+        assert_true(run.rate[0] >= 0.8 * spare);
+        run = drive(&t, &v, &now, 10 * 60 * SEC);
+        assert_true(run.queue_mean <= 0.1 * MSEC);
+        assert_true(run.queue_max <= PROBE_QUEUE_MAX);
         assert_true(run.queue_p999 <= 10.0 * MSEC);
-        assert_true(run.rate[0] >= 0.6 * spare);
+        assert_true(run.rate[0] >= 0.8 * spare);
         assert_int_equal(t.yields, 1);
 
         v.foreground = 0; /* the workload stops */
@@ -335,11 +433,74 @@ static void test_tuner_yields_at_once_and_comes_back(void **state) {
         assert_true(run.rate[0] >= 0.95 * 125.0 * MiB);
 }
 
+static void test_tuner_small_loads_cost_nothing(void **state) {
+        /* A real host: journald's one 4 KiB write and flush a second on the root volume
+         * beside ours (each operation priced at 16 KiB: 36 KiB/s), a log reader's 512 KiB a
+         * second, our own checkpoints on our disk. None is worth a yield. */
+        static const double small[][2] = {
+                {36.0 * 1024, 0}, {512.0 * 1024, 0}, {0, 96.0 * 1024}, {512.0 * 1024, 96.0 * 1024}};
+        double alone = alone_on_gp3();
+
+        for (size_t i = 0; i < ELEMENTSOF(small); i++) {
+                Device v = {.latency_usec = 90 * MSEC,
+                            .cap = 125.0 * MiB,
+                            .other_cost = small[i][0],
+                            .own_cost = small[i][1]};
+                DepthTuner t;
+                uint64_t now = 0;
+                Run run;
+
+                tuner_init(&t, 4, 32, 256, now);
+                (void)drive(&t, &v, &now, 20 * SEC);
+                run = drive(&t, &v, &now, 60 * SEC);
+                assert_int_equal(t.yields, 0);
+                assert_int_equal(run.yielding_samples, 0);
+                assert_true(run.rate[0] >= 0.98 * alone);
+        }
+}
+
+static void test_tuner_yields_in_proportion(void **state) {
+        /* A workload on our disk that takes a share of its cap costs the hydration that
+         * share and half as much again (the margin), not half of everything: 1% costs about
+         * 1%, 25% about 37%. */
+        static const double share[] = {0.01, 0.05, 0.10, 0.25, 0.50};
+        double alone = alone_on_gp3();
+
+        for (size_t i = 0; i < ELEMENTSOF(share); i++) {
+                Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
+                double cost;
+                DepthTuner t;
+                uint64_t now = 0;
+                Run run;
+
+                tuner_init(&t, 4, 32, 256, now);
+                (void)drive(&t, &v, &now, 20 * SEC);
+                v.foreground = share[i] * 125.0 * MiB;
+                (void)drive(&t, &v, &now, 10 * SEC);
+                run = drive(&t, &v, &now, 20 * SEC);
+                cost = 1.0 - run.rate[0] / alone;
+                if (getenv("TUNER_TRACE"))
+                        fprintf(stderr,
+                                "share %.2f: cost %.3f, queue p99.9 %.1f ms; pace %.1f, caps "
+                                "%.1f %.1f, ref %.1f, costs %.2f %.2f%s\n",
+                                share[i], cost, run.queue_p999 / 1000, tuner_pace(&t) / MiB,
+                                t.cap_own / MiB, t.cap_all / MiB, t.fair / MiB, t.own_cost / MiB,
+                                t.other_cost / MiB, t.cap_known ? "" : " (not known)");
+                assert_true(cost >= share[i] - 0.01);
+                assert_true(cost <= (1.0 + TUNER_YIELD_MARGIN) * share[i] + 0.02);
+                /* Yielding, the workload never waits; too small for a yield, it waits behind
+                 * a queue held to the tighter target (and a read at the cap: 8 ms). */
+                if (t.yielding)
+                        assert_true(run.queue_p999 <= 1.0 * MSEC);
+                else
+                        assert_true(run.queue_p999 <= 2 * tuner_yield_target(90 * MSEC) + 8 * MSEC);
+        }
+}
+
 static void test_tuner_capacity_learned_low_recovers(void **state) {
-        /* The capacity was taken while another volume's reads filled the instance's cap (or
-         * in an epoch that was slow for its own reasons): far too low. Yielding at three
-         * quarters of that would starve the hydration for as long as the workload runs; the
-         * share grows back while no queue shows. */
+        /* The capacities were taken too low (a slow spell, a sibling's queue): yielding to
+         * that would starve the hydration for as long as the workload runs. Not seen at
+         * saturation for TUNER_CAPACITY_TRUST_USEC, they grow while no queue shows. */
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
         const double spare = 125.0 * MiB - FOREGROUND;
         DepthTuner t;
@@ -348,18 +509,21 @@ static void test_tuner_capacity_learned_low_recovers(void **state) {
 
         tuner_init(&t, 4, 32, 256, now);
         (void)drive(&t, &v, &now, 20 * SEC);
-        t.capacity = 20.0 * MiB;
         v.foreground = FOREGROUND;
-        (void)drive(&t, &v, &now, 20 * SEC);
+        (void)drive(&t, &v, &now, SAMPLE + STEP);
+        assert_true(t.yielding);
+        t.cap_own = t.cap_all = 40.0 * MiB;
+        (void)drive(&t, &v, &now, TUNER_CAPACITY_TRUST_USEC + 60 * SEC);
         run = drive(&t, &v, &now, 30 * SEC);
         assert_true(t.yielding);
-        assert_true(run.rate[0] >= 0.6 * spare);
-        assert_true(run.queue_p999 <= 10.0 * MSEC);
+        assert_true(run.rate[0] >= 0.75 * spare);
+        assert_true(run.queue_max <= PROBE_QUEUE_MAX);
 }
 
 static void test_tuner_yields_from_the_start(void **state) {
-        /* Started on a busy volume: no capacity known yet, so it starts small and grows one
-         * read per epoch until reads queue, then holds its share. */
+        /* Started on a busy volume: a second of reads to learn our rate, then no capacity
+         * known for the yield: it starts small and grows one read a sample until reads
+         * queue, and holds its share from there. */
         Device v = {.latency_usec = 90 * MSEC,
                     .cap = 125.0 * MiB,
                     .foreground = FOREGROUND,
@@ -370,12 +534,18 @@ static void test_tuner_yields_from_the_start(void **state) {
         Run run;
 
         tuner_init(&t, 4, 32, 256, now);
-        (void)tuner_foreign(&t, true, FOREGROUND, now); /* the look before the first read */
-        assert_int_equal(t.depth, TUNER_YIELD_START);
-        (void)drive(&t, &v, &now, 20 * SEC);
+        (void)drive(&t, &v, &now, 2 * SEC);
+        assert_true(t.yielding);
+        for (int i = 0; i < 18; i++) {
+                (void)drive(&t, &v, &now, SEC);
+                if (getenv("TUNER_TRACE"))
+                        fprintf(stderr, "pace %.1f caps %.1f %.1f ref %.1f known %d depth %u\n",
+                                tuner_pace(&t) / MiB, t.cap_own / MiB, t.cap_all / MiB,
+                                t.fair / MiB, t.cap_known, t.depth);
+        }
         run = drive(&t, &v, &now, 60 * SEC);
-        assert_true(run.rate[0] >= 0.6 * spare);
-        assert_true(run.queue_p999 <= 10.0 * MSEC);
+        assert_true(run.rate[0] >= 0.75 * spare);
+        assert_true(run.queue_max <= PROBE_QUEUE_MAX);
         assert_true(run.queue_mean <= 1.0 * MSEC);
 }
 
@@ -392,15 +562,23 @@ static void test_tuner_fixed_depth_yields_too(void **state) {
         assert_true(t.yielding);
         assert_true(t.depth < 12);
         v.foreground = 0;
-        (void)drive(&t, &v, &now, TUNER_YIELD_QUIET_USEC + SEC);
+        (void)drive(&t, &v, &now, TUNER_YIELD_QUIET_USEC + 2 * SEC);
         assert_false(t.yielding);
         assert_int_equal(t.depth, 32);
 }
 
-static void test_tuner_shared_cap_yields_to_each_other(void **state) {
-        /* An instance's EBS bandwidth (125 MiB/s) behind three hydrating volumes and a
-         * database on a fourth. Each tuner sees the I/O of the other volumes in their
-         * counters (neighbours.h), the others' hydration as much as the database. */
+static void assert_fair(const Run *run, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                assert_true(run->rate[i] >= 0.75 * run->total / n);
+                assert_true(run->rate[i] <= 1.25 * run->total / n);
+        }
+}
+
+static void test_tuner_shared_cap_siblings_share(void **state) {
+        /* An instance's EBS bandwidth (125 MiB/s) behind three hydrating volumes. Each
+         * hears the others' reads as a sibling's (siblings.h), not as a workload: they do not
+         * yield to each other, they share the cap by the common delay target. Then a
+         * database starts on a fourth volume: they yield to it, together. */
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .neighbours = true};
         const double spare = 125.0 * MiB - FOREGROUND;
         DepthTuner a, b, c, *all[] = {&a, &b, &c};
@@ -410,23 +588,57 @@ static void test_tuner_shared_cap_yields_to_each_other(void **state) {
         tuner_init(&a, 4, 32, 256, now);
         tuner_init(&b, 4, 32, 256, now);
         tuner_init(&c, 4, 32, 256, now);
-        (void)drive_all(all, 3, &v, &now, 90 * SEC);
-        run = drive_all(all, 3, &v, &now, 30 * SEC);
-        /* Yielding to each other, they leave some of the cap unused, and hardly queue (three
-         * readers of 32 would hold 830 ms). */
-        assert_true(run.total >= 0.75 * 125.0 * MiB);
-        assert_true(run.queue_mean <= 5.0 * MSEC);
+        (void)drive_all(all, 3, &v, &now, 30 * SEC);
+        run = drive_all(all, 3, &v, &now, 60 * SEC);
+        assert_true(run.total >= 0.95 * 125.0 * MiB);
+        assert_int_equal(run.yielding_samples, 0);
+        assert_fair(&run, 3);
 
         v.foreground = FOREGROUND; /* the database on the fourth volume */
         (void)drive_all(all, 3, &v, &now, 20 * SEC);
         run = drive_all(all, 3, &v, &now, 60 * SEC);
-        /* The database's reads hardly wait (the issue: p99.9 within 10 ms) and the three
-         * still get most of what it leaves. */
-        assert_true(run.queue_mean <= 5.0 * MSEC);
-        assert_true(run.queue_p999 <= 10.0 * MSEC);
-        assert_true(run.total >= 0.6 * spare);
-        for (unsigned i = 0; i < 3; i++) /* and no volume starves */
-                assert_true(run.rate[i] >= run.total / 6);
+        assert_true(a.yielding && b.yielding && c.yielding);
+        assert_true(run.queue_mean <= 1.0 * MSEC);
+        assert_true(run.queue_max <= PROBE_QUEUE_MAX);
+        assert_true(run.total >= 0.75 * spare);
+        assert_fair(&run, 3);
+}
+
+static void test_tuner_siblings_with_caps_of_their_own(void **state) {
+        /* Four volumes, each with its own cap (a volume-limited instance): the others'
+         * reads cost nobody anything, and nobody slows down for them. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 50.0 * MiB, .separate = true};
+        DepthTuner t[4], *all[] = {&t[0], &t[1], &t[2], &t[3]};
+        uint64_t now = 0;
+        Run run;
+
+        for (unsigned i = 0; i < 4; i++)
+                tuner_init(&t[i], 4, 32, 256, now);
+        (void)drive_all(all, 4, &v, &now, 20 * SEC);
+        run = drive_all(all, 4, &v, &now, 60 * SEC);
+        for (unsigned i = 0; i < 4; i++) {
+                assert_int_equal(t[i].yields, 0);
+                assert_true(run.rate[i] >= 0.95 * 50.0 * MiB);
+        }
+}
+
+static void test_tuner_sixteen_siblings_fill_the_cap(void **state) {
+        /* Sixteen volumes behind one 125 MiB/s cap: the cap full, each its share. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t[16], *all[16];
+        uint64_t now = 0;
+        Run run;
+
+        for (unsigned i = 0; i < 16; i++) {
+                tuner_init(&t[i], 4, 32, 256, now);
+                all[i] = &t[i];
+        }
+        (void)drive_all(all, 16, &v, &now, 30 * SEC);
+        run = drive_all(all, 16, &v, &now, 60 * SEC);
+        assert_true(run.total >= 0.95 * 125.0 * MiB);
+        assert_fair(&run, 16);
+        for (unsigned i = 0; i < 16; i++)
+                assert_int_equal(t[i].yields, 0);
 }
 
 static void test_tuner_gives_way_to_a_greedy_reader(void **state) {
@@ -434,7 +646,7 @@ static void test_tuner_gives_way_to_a_greedy_reader(void **state) {
          * happens (the AWS fio command on another volume). Its queue alone cannot tell us: a
          * queue that never drains looks like the volume's own latency to any delay-based
          * scavenger (LEDBAT's latecomer problem). Its volume's counters can (neighbours.h):
-         * fed as other I/O, we give way. */
+         * it takes nearly all of the cap, so we give way down to the floor. */
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t, fio, *both[] = {&t, &fio};
         uint64_t now = 0;
@@ -445,14 +657,14 @@ static void test_tuner_gives_way_to_a_greedy_reader(void **state) {
         (void)drive(&t, &v, &now, 20 * SEC);
         tuner_fixed(&fio, 32, now);
         for (unsigned i = 0; i < 600; i++) { /* 60 s in samples of 100 ms; the last 10 count */
-                double rate[2];
+                double rate[2], latency[2], queue;
 
-                (void)device_step(&v, both, 2, rate);
-                (void)tuner_foreign(&t, true, rate[1], now);
-                run = drive_all(both, 2, &v, &now, SAMPLE);
+                device_step(&v, both, 2, rate, latency, &queue);
+                (void)tuner_sample(&t, 0, 0, rate[1], now);
+                run = drive_all(&both[0], 1, &v, &now, SAMPLE);
                 if (i >= 500) {
                         ours += run.rate[0];
-                        total += run.total;
+                        total += rate[1] + run.rate[0];
                 }
         }
         assert_true(t.yielding);
@@ -516,6 +728,7 @@ static void test_tuner_waits_for_a_full_window(void **state) {
         uint64_t now = 0;
 
         tuner_init(&t, 4, 16, 256, now);
+        t.mode = TUNER_STARTUP; /* the epochs' climb, without the slow start before it */
         /* Completions inside the first mean latency belong to the previous depth: not counted. */
         tuner_complete(&t, MiB, 50 * MSEC, 10 * MSEC);
         assert_int_equal(t.completions, 0);
@@ -579,10 +792,14 @@ int main(void) {
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
                 cmocka_unit_test(test_tuner_tolerates_jitter),
                 cmocka_unit_test(test_tuner_yields_at_once_and_comes_back),
+                cmocka_unit_test(test_tuner_small_loads_cost_nothing),
+                cmocka_unit_test(test_tuner_yields_in_proportion),
                 cmocka_unit_test(test_tuner_capacity_learned_low_recovers),
                 cmocka_unit_test(test_tuner_yields_from_the_start),
                 cmocka_unit_test(test_tuner_fixed_depth_yields_too),
-                cmocka_unit_test(test_tuner_shared_cap_yields_to_each_other),
+                cmocka_unit_test(test_tuner_shared_cap_siblings_share),
+                cmocka_unit_test(test_tuner_siblings_with_caps_of_their_own),
+                cmocka_unit_test(test_tuner_sixteen_siblings_fill_the_cap),
                 cmocka_unit_test(test_tuner_gives_way_to_a_greedy_reader),
                 cmocka_unit_test(test_tuner_stays_within_bounds),
                 cmocka_unit_test(test_tuner_tainted_epochs_decide_nothing),

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What tuner.c (the climb, the base latency) and tuner-yield.c (the yield) share; not for other
+ * modules.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tuner.h"
+
+/* Yielding to others, the depth may go below the minimum of the climb, down to one read. */
+unsigned tuner_clamp_yield(const DepthTuner *t, uint64_t depth);
+/* Sets the depth and the mode; true when the depth changed. */
+bool tuner_set_depth(DepthTuner *t, unsigned depth, TunerMode mode);
+/* A new epoch of the climb begins at @now. */
+void tuner_new_epoch(DepthTuner *t, uint64_t now);
+/* A read's latency, for the base latency's history. */
+void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now);
+/* Ends the slow start: back to the depth of the last round that paid, in STARTUP. */
+void tuner_end_slow_start(DepthTuner *t, uint64_t now);
+/* The climb starts again from the current depth (after yielding): a new slow start. */
+bool tuner_restart_climb(DepthTuner *t, uint64_t now);

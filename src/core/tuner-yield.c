@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The yield of tuner.h, rule 3: in proportion to what the others' I/O costs, on the sampling
+ * clock. A ring of the last second's samples gives the rates; a ring of seconds gives the most
+ * each rate reached, from which the capacities are learned while nobody else is there.
+ */
+#include <math.h>
+
+#include "tuner-internal.h"
+#include "tuner.h"
+#include "util.h"
+
+/* The rates of the last second, from the ring of samples. */
+static TunerRates last_second(const DepthTuner *t, double siblings, double own_cost,
+                              double other_cost) {
+        TunerRates r = {.siblings = siblings,
+                        .own_cost = own_cost,
+                        .other_cost = other_cost,
+                        .min_latency_usec = UINT64_MAX};
+        double bytes = 0, usec = 0;
+
+        for (unsigned i = 0; i < t->ring_n; i++) {
+                bytes += t->ring[i].bytes;
+                usec += (double)t->ring[i].span_usec;
+                r.min_latency_usec = MIN(r.min_latency_usec, t->ring[i].min_latency_usec);
+        }
+        r.ours = usec > 0 ? bytes * (double)USEC_PER_SEC / usec : 0;
+        return r;
+}
+
+static void push_sample(DepthTuner *t, uint64_t now) {
+        uint64_t span = t->last_sample_usec > 0 ? now - t->last_sample_usec : TUNER_SAMPLE_USEC;
+
+        t->ring[t->ring_next] = (TunerSlot){.bytes = t->sample_bytes,
+                                            .span_usec = MAX(span, UINT64_C(1)),
+                                            .min_latency_usec = t->sample_min_usec};
+        t->ring_next = (t->ring_next + 1) % TUNER_RATE_SAMPLES;
+        t->ring_n = MIN(t->ring_n + 1, (unsigned)TUNER_RATE_SAMPLES);
+        /* While yielding, the epochs decide nothing (the pace holds the rate): the base is
+         * kept up from the samples. */
+        if (t->yielding && t->sample_min_usec != UINT64_MAX)
+                tuner_base_note(t, t->sample_min_usec, now);
+        t->sample_bytes = 0;
+        t->sample_min_usec = UINT64_MAX;
+        t->last_sample_usec = now;
+}
+
+/* Moves the ring of seconds on to the one @now falls in, clearing those passed. */
+static TunerSecond *current_second(DepthTuner *t, uint64_t now) {
+        if (t->second_usec == 0)
+                t->second_usec = now;
+        for (unsigned i = 0; now - t->second_usec >= USEC_PER_SEC; i++) {
+                t->second_next = (t->second_next + 1) % TUNER_WINDOW_SECONDS;
+                t->seconds[t->second_next] = (TunerSecond){0};
+                t->second_usec = i < TUNER_WINDOW_SECONDS ? t->second_usec + USEC_PER_SEC : now;
+        }
+        return &t->seconds[t->second_next];
+}
+
+/* Our reads waited in a queue lately: the smallest latency of the last @samples samples over
+ * the base by more than @target. */
+static bool queued(const DepthTuner *t, unsigned samples, uint64_t target) {
+        uint64_t base = tuner_base_latency(t), lat = UINT64_MAX;
+
+        for (unsigned k = 1; k <= MIN(samples, t->ring_n); k++)
+                lat = MIN(lat, t->ring[(t->ring_next + TUNER_RATE_SAMPLES - k) % TUNER_RATE_SAMPLES]
+                                       .min_latency_usec);
+        return base > 0 && lat != UINT64_MAX && lat > base + target;
+}
+
+/* The capacities from the window: the most each total reached in it, but in the current
+ * second, whose rates mix what was before the others came with what is now (unless it is the
+ * first: then it is all there is). */
+static void learn_capacities(DepthTuner *t, uint64_t now) {
+        bool first = true;
+        double most = -1;
+
+        for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
+                first = first && (!t->seconds[i].used || i == t->second_next);
+        t->cap_own = t->cap_all = 0;
+        t->share = 1;
+        t->cap_known = false;
+        for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++) {
+                const TunerSecond *s = &t->seconds[i];
+
+                if (!s->used || (i == t->second_next && !first))
+                        continue;
+                t->cap_own = MAX(t->cap_own, s->own_total);
+                if (s->all_total > most) { /* our share of the family: when it gave most */
+                        most = s->all_total;
+                        t->share = s->share;
+                }
+                t->cap_all = MAX(t->cap_all, s->all_total);
+                if (s->queued) {
+                        t->cap_known = true;
+                        t->cap_seen_usec = now;
+                }
+        }
+}
+
+/* The most the others' I/O cost lately: the current second and the ones before, up to
+ * TUNER_YIELD_QUIET_USEC back. */
+static void recent_costs(DepthTuner *t) {
+        unsigned n = (unsigned)MIN(TUNER_YIELD_QUIET_USEC / USEC_PER_SEC,
+                                   (uint64_t)TUNER_WINDOW_SECONDS);
+
+        t->own_cost = t->other_cost = 0;
+        for (unsigned k = 0; k <= n; k++) {
+                const TunerSecond *s = &t->seconds[(t->second_next + TUNER_WINDOW_SECONDS - k) %
+                                                   TUNER_WINDOW_SECONDS];
+
+                t->own_cost = MAX(t->own_cost, s->own_cost);
+                t->other_cost = MAX(t->other_cost, s->other_cost);
+        }
+}
+
+/*
+ * The pace that leaves the others what they take and TUNER_YIELD_MARGIN more (tuner.h): on our
+ * disk, of its capacity; on the family, of its capacity, of which we take our share beside our
+ * siblings. t->fair is what we would read with nobody else there; the cut is a share of it.
+ */
+static double pace_for(DepthTuner *t) {
+        double m = 1.0 + TUNER_YIELD_MARGIN, pace_own, pace_all, pace;
+
+        t->fair = MIN(t->cap_own, t->share * t->cap_all);
+        pace_own = t->cap_own - m * t->own_cost;
+        pace_all = t->share * (t->cap_all - m * (t->own_cost + t->other_cost));
+        pace = MAX(MIN(pace_own, pace_all), TUNER_YIELD_FLOOR * t->fair);
+        t->yield_own = t->own_cost >= t->other_cost;
+        t->cut = t->fair > 0 ? 1.0 - pace / t->fair : 0;
+        return pace;
+}
+
+/* Reads in flight that carry @pace at the base latency and the yield's target (Little's law),
+ * with some slack: the pace, not the depth, holds the rate, and a queue (which would raise the
+ * mean latency) must not buy more reads. */
+static unsigned depth_for_pace(const DepthTuner *t, double pace) {
+        uint64_t base = tuner_base_latency(t);
+        double request = t->request_bytes > 0 ? t->request_bytes : 1.0;
+        double latency = base > 0 ? (double)(base + tuner_yield_target(base)) : t->latency_usec;
+        double d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
+
+        return tuner_clamp_yield(t, (uint64_t)ceil(d) + 1);
+}
+
+static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
+        t->yielding = true;
+        t->yields++;
+        t->yield_start_usec = t->queue_seen_usec = t->probe_step_usec = now;
+        t->yield_settled = false;
+        t->probing = false;
+        t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
+        if (!t->cap_known) { /* what the device can do is not known: grow until reads queue */
+                t->pace = 0;
+                return tuner_set_depth(t, MIN(t->depth, tuner_clamp_yield(t, TUNER_YIELD_START)),
+                                       TUNER_YIELD);
+        }
+        t->pace = pace / 2; /* until our queue from before has drained (decide_yield()) */
+        return tuner_set_depth(t, MIN(t->depth, depth_for_pace(t, pace)), TUNER_YIELD);
+}
+
+static bool stop_yielding(DepthTuner *t, uint64_t now) {
+        t->yielding = false;
+        t->pace = 0;
+        t->cut = 0;
+        return tuner_restart_climb(t, now);
+}
+
+/*
+ * While yielding: more delivered than believed means more capacity; a queue means the device
+ * gives no more than it delivers now (once a second at most, so that one queue counts once);
+ * a capacity not seen at saturation for long is believed a little larger while no queue shows.
+ */
+static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
+        double own_total = t->now.ours + t->now.own_cost;
+        double all_total = t->now.ours + t->now.siblings + t->now.own_cost + t->now.other_cost;
+
+        /* A queue: the smallest latency of the last few samples over the target, so that a
+         * read slowed by chance is not one. */
+        bool queue =
+                queued(t, TUNER_YIELD_QUEUE_SAMPLES, tuner_yield_target(tuner_base_latency(t)));
+
+        /* The first second's rates still hold our reads from before the yield, and the queue
+         * we held then takes a moment to drain: what is delivered says something only once it
+         * has (or, if it never does, after TUNER_YIELD_SETTLE_USEC). */
+        if (now - t->yield_start_usec < USEC_PER_SEC)
+                return;
+        if (!t->yield_settled && !queue)
+                t->yield_settled = true;
+        if (!t->yield_settled && now - t->yield_start_usec < TUNER_YIELD_SETTLE_USEC)
+                return;
+        t->cap_own = MAX(t->cap_own, own_total);
+        t->cap_all = MAX(t->cap_all, all_total);
+        /* A queue while we read at our pace: the device gives no more than it delivers now.
+         * (Slower than our pace, the reads were not enough to queue: it is not ours.) */
+        if (queue && (t->pace == 0 || t->now.ours >= 0.8 * t->pace)) {
+                if (now - t->queue_seen_usec < USEC_PER_SEC && t->cap_known)
+                        return;
+                t->cap_own = MIN(t->cap_own, own_total);
+                t->cap_all = MIN(t->cap_all, all_total);
+                t->cap_known = true;
+                t->cap_seen_usec = t->queue_seen_usec = now;
+                /* A probe that found the capacity where it was: the next one waits longer. */
+                if (t->probing)
+                        t->probe_wait_usec = MIN(2 * t->probe_wait_usec, TUNER_PROBE_WAIT_MAX_USEC);
+                t->probing = false;
+                return;
+        }
+        if (!queue && t->cap_known && now - t->cap_seen_usec >= t->probe_wait_usec && t->pace > 0 &&
+            t->now.ours >= 0.9 * t->pace) {
+                double grow = 1.0 + TUNER_YIELD_PROBE * (double)dt / (double)USEC_PER_SEC;
+
+                t->cap_own *= grow;
+                t->cap_all *= grow;
+                t->probing = true;
+        }
+}
+
+static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
+        double pace;
+
+        follow_capacities(t, now, dt);
+        pace = pace_for(t);
+        if (t->cut < TUNER_YIELD_MIN_CUT)
+                return stop_yielding(t, now);
+        if (t->pace == 0 && !t->cap_known) { /* growing until reads queue, one a sample */
+                t->probe_step_usec = now;
+                return tuner_set_depth(t, tuner_clamp_yield(t, (uint64_t)t->depth + 1),
+                                       TUNER_YIELD);
+        }
+        /* Until the queue we held before has drained, half of it, so that it drains fast. */
+        t->pace = t->yield_settled ? pace : pace / 2;
+        return tuner_set_depth(t, depth_for_pace(t, t->pace), TUNER_YIELD);
+}
+
+bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_cost,
+                  uint64_t now_usec) {
+        uint64_t dt = t->last_sample_usec > 0 ? now_usec - t->last_sample_usec : 0;
+        TunerSecond *sec;
+        double pace;
+
+        push_sample(t, now_usec);
+        t->now = last_second(t, siblings, own_cost, other_cost);
+        sec = current_second(t, now_usec);
+        sec->used = true;
+        sec->ours = MAX(sec->ours, t->now.ours);
+        sec->own_total = MAX(sec->own_total, t->now.ours + own_cost);
+        if (t->now.ours + siblings + own_cost + other_cost > sec->all_total) {
+                sec->all_total = t->now.ours + siblings + own_cost + other_cost;
+                sec->share =
+                        t->now.ours + siblings > 0 ? t->now.ours / (t->now.ours + siblings) : 1;
+        }
+        sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_target(tuner_base_latency(t)));
+        sec->own_cost = MAX(sec->own_cost, own_cost);
+        sec->other_cost = MAX(sec->other_cost, other_cost);
+        recent_costs(t);
+        t->others = t->own_cost + t->other_cost > 0;
+
+        if (t->yielding)
+                return decide_yield(t, now_usec, dt);
+        if (t->own_cost + t->other_cost <= 0)
+                return false;
+        /* Not deeper while others are there: the epochs judge from here. */
+        if (t->mode == TUNER_SLOW_START)
+                tuner_end_slow_start(t, now_usec);
+        /* A few samples of our own reads first: before, our rate (what a cut is a share of)
+         * is not known, and neither is what the device gives. */
+        if (t->ring_n < TUNER_YIELD_FIRST_SAMPLES)
+                return false;
+        learn_capacities(t, now_usec);
+        pace = pace_for(t);
+        if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT)
+                return false;
+        return start_yielding(t, pace, now_usec);
+}
+
+double tuner_pace(const DepthTuner *t) {
+        return t->yielding ? t->pace : 0;
+}

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hydrators of one host and what they tell each other (siblings.h), and the neighbour disks
+ * read with it (neighbours.h): a fake sysfs with three loop disks and a runtime directory with
+ * publications, planted files among them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "neighbours.h"
+#include "siblings.h"
+#include "util.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define SEC USEC_PER_SEC
+
+typedef struct Fixture {
+        char *root; /* the fake sysfs */
+        char *run;  /* the runtime directory */
+        int run_fd;
+} Fixture;
+
+/* A disk's stat line: @read_mib MiB read, @writes writes of 4 KiB, @in_flight requests. */
+static void write_stat(Fixture *f, const char *name, uint64_t read_mib, uint64_t writes,
+                       uint64_t in_flight) {
+        char rel[64], line[256];
+
+        snprintf(rel, sizeof(rel), "block/%s/stat", name);
+        snprintf(line, sizeof(line),
+                 "1 0 %" PRIu64 " 1 %" PRIu64 " 0 %" PRIu64 " 1 %" PRIu64 " 1 1 0 0 0 0 0 0\n",
+                 read_mib * 2048, writes, writes * 8, in_flight);
+        fixture_write(f->root, rel, line);
+}
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+        static const char *const disks[] = {"loop990", "loop991", "loop992"};
+
+        assert_non_null(f);
+        f->root = fixture_tmpdir("test-siblings-sys");
+        f->run = fixture_tmpdir("test-siblings-run");
+        assert_non_null(f->root);
+        assert_non_null(f->run);
+        assert_int_equal(chmod(f->run, 0755), 0);
+        for (unsigned i = 0; i < ELEMENTSOF(disks); i++) {
+                char rel[64], dev[32];
+
+                snprintf(rel, sizeof(rel), "block/%s/dev", disks[i]);
+                snprintf(dev, sizeof(dev), "7:%u\n", 990 + i);
+                fixture_write(f->root, rel, dev);
+                write_stat(f, disks[i], 0, 0, 0);
+        }
+        f->run_fd = open(f->run, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(f->run_fd >= 0);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        close(f->run_fd);
+        rm_rf(f->root);
+        rm_rf(f->run);
+        free(f->root);
+        free(f->run);
+        free(f);
+        return 0;
+}
+
+static void test_siblings_publish_and_read(void **state) {
+        Fixture *f = *state;
+        dev_t state_disk = makedev(7, 992);
+        SiblingPub *p = NULL;
+        Sibling *s = NULL;
+        SiblingView v;
+        char path[512];
+        struct stat st;
+
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), &state_disk, 1,
+                                         10 * SEC),
+                         0);
+        snprintf(path, sizeof(path), "%s/io/loop991.io", f->run);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        sibling_pub_reads(p, 100 * MiB, 8, 512 * 1024, 10 * SEC);
+        sibling_pub_save(p, true, 4096);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop991", makedev(7, 991)), 0);
+        assert_true(sibling_read(s, 10 * SEC + 100, &v));
+        assert_int_equal(v.read_bytes, 100 * MiB);
+        assert_int_equal(v.in_flight_requests, 8);
+        assert_int_equal(v.bytes_per_request, 512 * 1024);
+        assert_int_equal(v.saves % 2, 1); /* a save under way */
+        assert_int_equal(v.n_state_disks, 1);
+        assert_true(v.state_disks[0] == state_disk);
+        sibling_pub_save(p, false, 4096);
+        assert_true(sibling_read(s, 11 * SEC, &v));
+        assert_int_equal(v.saves, 2);
+        assert_int_equal(v.save_bytes, 4096);
+        /* It stops beating (killed): stale, so its disk's reads are a workload again. */
+        assert_false(sibling_read(s, 10 * SEC + SIBLING_STALE_USEC + 1, &v));
+        /* Another disk under the name now: not this one's. */
+        s = sibling_free(s);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop991", makedev(7, 5)), -ESTALE);
+        /* Unpublished: gone. */
+        p = sibling_pub_free(p);
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop991", makedev(7, 991)), -ENOENT);
+}
+
+static void test_siblings_refuse_what_is_planted(void **state) {
+        Fixture *f = *state;
+        char path[512], junk[200] = "EBSHIO1";
+        Sibling *s = NULL;
+        SiblingPub *p = NULL;
+
+        fixture_mkdirs(f->run, "io");
+        assert_int_equal(chmod(f->run, 0755), 0);
+        /* A file of the wrong size, or with the wrong magic: not believed. */
+        fixture_write_bytes(f->run, "io/loop990.io", junk, sizeof(junk));
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop990", makedev(7, 990)), -EBADMSG);
+        /* A symbolic link, a FIFO, a directory: refused, never followed, never blocking. */
+        snprintf(path, sizeof(path), "%s/io/loop990.io", f->run);
+        unlink(path);
+        fixture_symlink(f->run, "/dev/zero", "io/loop990.io");
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop990", makedev(7, 990)), -ELOOP);
+        unlink(path);
+        assert_int_equal(mkfifo(path, 0644), 0);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop990", makedev(7, 990)), -EPERM);
+        unlink(path);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_true(sibling_open(&s, f->run_fd, "loop990", makedev(7, 990)) < 0);
+        rmdir(path);
+        /* Names that are not a disk's. */
+        assert_int_equal(sibling_open(&s, f->run_fd, "../x", makedev(7, 990)), -EINVAL);
+        assert_int_equal(sibling_open(&s, f->run_fd, "", makedev(7, 990)), -EINVAL);
+        /* A file another user owns: anyone could have planted it. */
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop990", makedev(7, 990), NULL, 0, SEC),
+                         0);
+        snprintf(path, sizeof(path), "%s/io/loop990.io", f->run);
+        if (geteuid() == 0) {
+                assert_int_equal(chown(path, 65534, 65534), 0);
+                assert_int_equal(sibling_open(&s, f->run_fd, "loop990", makedev(7, 990)), -EPERM);
+        }
+        p = sibling_pub_free(p);
+        /* A directory others may write to: nothing in it is believed, nothing published. */
+        snprintf(path, sizeof(path), "%s/io", f->run);
+        assert_int_equal(chmod(path, 0777), 0);
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop990", makedev(7, 990), NULL, 0, SEC),
+                         -EPERM);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop990", makedev(7, 990)), -EPERM);
+}
+
+static void test_siblings_replaced_and_left_alone(void **state) {
+        Fixture *f = *state;
+        SiblingPub *a = NULL, *b = NULL;
+        Sibling *s = NULL;
+        char path[512];
+        struct stat st;
+
+        assert_int_equal(sibling_pub_new(&a, f->run_fd, "loop991", makedev(7, 991), NULL, 0, SEC),
+                         0);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop991", makedev(7, 991)), 0);
+        assert_false(sibling_replaced(s, f->run_fd, "loop991"));
+        /* A second run on the same disk publishes over it; the first, ending, leaves the
+         * second's file alone. */
+        assert_int_equal(sibling_pub_new(&b, f->run_fd, "loop991", makedev(7, 991), NULL, 0, SEC),
+                         0);
+        assert_true(sibling_replaced(s, f->run_fd, "loop991"));
+        a = sibling_pub_free(a);
+        snprintf(path, sizeof(path), "%s/io/loop991.io", f->run);
+        assert_int_equal(stat(path, &st), 0);
+        b = sibling_pub_free(b);
+        assert_int_equal(stat(path, &st), -1);
+        s = sibling_free(s);
+}
+
+/* A neighbour disk hydrated by a sibling: its reads are the sibling's, not a workload; a disk
+ * beside it with a reader that is nobody's is one. */
+static void test_siblings_neighbours_subtract_their_reads(void **state) {
+        Fixture *f = *state;
+        SiblingPub *p = NULL;
+        Neighbours *n = NULL;
+        NeighbourFigures nb;
+        uint64_t now = SEC, read = 0, theirs = 0;
+
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), NULL, 0, now),
+                         0);
+        assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
+        assert_int_equal(neighbours_count(n), 2);
+        for (unsigned i = 0; i < 30; i++) {
+                now += 100 * USEC_PER_MSEC;
+                read += 12 * MiB;  /* the sibling on loop991 */
+                theirs += 3 * MiB; /* somebody on loop992 */
+                write_stat(f, "loop991", read / MiB, 0, 16);
+                write_stat(f, "loop992", theirs / MiB, 0, 1);
+                sibling_pub_reads(p, read, 16, 512 * 1024, now);
+                neighbours_sample(n, now, NULL, &nb);
+        }
+        assert_int_equal(neighbours_siblings(n), 1);
+        assert_true(nb.siblings > 119.0 * MiB && nb.siblings < 121.0 * MiB);
+        assert_true(nb.cost > 29.0 * MiB - 3 * 256 * 1024 && nb.cost < 31.0 * MiB);
+        assert_string_equal(nb.busiest, "loop992");
+        /* The sibling dies: its disk's reads are a workload from then on. */
+        for (unsigned i = 0; i < 30; i++) {
+                now += 100 * USEC_PER_MSEC;
+                read += 12 * MiB;
+                write_stat(f, "loop991", read / MiB, 0, 16);
+                write_stat(f, "loop992", theirs / MiB, 0, 0);
+                neighbours_sample(n, now, NULL, &nb);
+        }
+        assert_int_equal(neighbours_siblings(n), 0);
+        assert_true(nb.siblings == 0);
+        assert_true(nb.cost > 110.0 * MiB);
+        neighbours_free(n);
+        sibling_pub_free(p);
+}
+
+/* A checkpoint save's writes on the disk that holds a state directory are allowed for, ours or
+ * a sibling's; a workload writing more shows. */
+static void test_siblings_saves_are_nobodys_workload(void **state) {
+        Fixture *f = *state;
+        dev_t root = makedev(7, 992);
+        SiblingPub *p = NULL;
+        Neighbours *n = NULL;
+        NeighbourFigures nb;
+        uint64_t now = SEC, writes = 0;
+        SaveNews own = {.file_bytes = 2048, .disks = &root, .n = 1};
+
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), &root, 1, now),
+                         0);
+        assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
+        for (unsigned i = 0; i < 40; i++) {
+                now += 100 * USEC_PER_MSEC;
+                sibling_pub_reads(p, 0, 0, 512 * 1024, now);
+                own.saves = i % 2; /* ours every other sample */
+                if (i % 3 == 0) {  /* the sibling's every third */
+                        sibling_pub_save(p, true, 2048);
+                        sibling_pub_save(p, false, 2048);
+                }
+                writes += own.saves * 6 + (i % 3 == 0) * 6; /* 6 x 4 KiB each */
+                write_stat(f, "loop992", 0, writes, 0);
+                neighbours_sample(n, now, &own, &nb);
+                assert_true(nb.cost == 0);
+        }
+        /* A workload on that disk: 100 writes of 4 KiB a sample, beyond any save's. */
+        for (unsigned i = 0; i < 10; i++) {
+                now += 100 * USEC_PER_MSEC;
+                sibling_pub_reads(p, 0, 0, 512 * 1024, now);
+                own.saves = 1;
+                writes += 6 + 100;
+                write_stat(f, "loop992", 0, writes, 0);
+                neighbours_sample(n, now, &own, &nb);
+        }
+        assert_true(nb.cost >= 1000 * (4096 + ACTIVITY_OP_BYTES) * 0.9);
+        neighbours_free(n);
+        sibling_pub_free(p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_siblings_publish_and_read, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_refuse_what_is_planted, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_replaced_and_left_alone, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_neighbours_subtract_their_reads,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_saves_are_nobodys_workload, setup,
+                                                teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
