@@ -48,12 +48,13 @@ static void log_yield(const Hydrator *h, bool was, const NeighbourFigures *nb, d
         if (!t->yielding)
                 log_info("%s: other I/O has calmed down: no longer yielding", h->dev->path);
         else if (t->yield_own)
-                log_info("%s: other I/O on the device (%.1f MiB/s): yielding %.0f%% of our rate "
-                         "to it",
+                log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it, %.0f%% of "
+                         "what we would read",
                          h->dev->path, own / (1 << 20), t->cut * 100);
         else
                 log_info("%s: I/O on /dev/%s (%.1f MiB/s in all on the volumes beside it), which "
-                         "shares the instance's bandwidth: yielding %.0f%% of our rate to it",
+                         "shares the instance's bandwidth: yielding to it, %.0f%% of what we "
+                         "would read",
                          h->dev->path, nb->busiest[0] ? nb->busiest : "?", nb->cost / (1 << 20),
                          t->cut * 100);
 }

@@ -26,8 +26,9 @@ typedef struct Neighbour {
         Sibling *sibling; /* its hydrator's publication, or NULL */
         SiblingView view; /* what it said at the last sample (valid: fresh) */
         bool fresh;
-        uint64_t saves;     /* its save count at the sample before */
-        unsigned new_saves; /* saves it began since then (one under way counts) */
+        uint64_t looked_usec; /* when its publication was last looked for */
+        uint64_t saves;       /* its save count at the sample before */
+        unsigned new_saves;   /* saves it began since then (one under way counts) */
 } Neighbour;
 
 struct Neighbours {
@@ -208,6 +209,12 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                                 : (ActivityOurs){0};
                 activity_sample(&x->activity, &st, &ours, &allowance, now_usec, &f);
                 cost = activity_cost(&f);
+                /* Reads beside ours, and nobody publishes them yet: a sibling that started
+                 * after the last scan, maybe. Look now (once a second), not at the next scan. */
+                if (f.reads > 0 && !x->fresh && now_usec - x->looked_usec >= USEC_PER_SEC) {
+                        x->looked_usec = now_usec;
+                        find_sibling(n, x);
+                }
                 ret->siblings += f.ours;
                 ret->cost += cost;
                 if (cost > busiest) {

@@ -77,7 +77,7 @@ static void learn_capacities(DepthTuner *t, uint64_t now) {
 
         for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
                 first = first && (!t->seconds[i].used || i == t->second_next);
-        t->cap_own = t->cap_all = 0;
+        t->cap_own = t->cap_all = t->ref_ours = 0;
         t->share = 1;
         t->cap_known = false;
         for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++) {
@@ -86,6 +86,7 @@ static void learn_capacities(DepthTuner *t, uint64_t now) {
                 if (!s->used || (i == t->second_next && !first))
                         continue;
                 t->cap_own = MAX(t->cap_own, s->own_total);
+                t->ref_ours = MAX(t->ref_ours, s->ours);
                 if (s->all_total > most) { /* our share of the family: when it gave most */
                         most = s->all_total;
                         t->share = s->share;
@@ -125,7 +126,7 @@ static double pace_for(DepthTuner *t) {
         t->fair = MIN(t->cap_own, t->share * t->cap_all);
         pace_own = t->cap_own - m * t->own_cost;
         pace_all = t->share * (t->cap_all - m * (t->own_cost + t->other_cost));
-        pace = MAX(MIN(pace_own, pace_all), TUNER_YIELD_FLOOR * t->fair);
+        pace = MAX(MIN(pace_own, pace_all), TUNER_YIELD_FLOOR * MIN(t->ref_ours, t->fair));
         t->yield_own = t->own_cost >= t->other_cost;
         t->cut = t->fair > 0 ? 1.0 - pace / t->fair : 0;
         return pace;
@@ -264,12 +265,14 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         if (t->mode == TUNER_SLOW_START)
                 tuner_end_slow_start(t, now_usec);
         /* A few samples of our own reads first: before, our rate (what a cut is a share of)
-         * is not known, and neither is what the device gives. */
+         * is not known, and neither is what the device gives. Until a whole second of them,
+         * while our reads ramp up, only a workload that takes most of it is one to yield to. */
         if (t->ring_n < TUNER_YIELD_FIRST_SAMPLES)
                 return false;
         learn_capacities(t, now_usec);
         pace = pace_for(t);
-        if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT)
+        if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT ||
+            (t->ring_n < TUNER_RATE_SAMPLES && t->cut < TUNER_YIELD_EARLY_CUT))
                 return false;
         return start_yielding(t, pace, now_usec);
 }

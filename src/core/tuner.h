@@ -131,7 +131,8 @@
 #define TUNER_WINDOW_SECONDS 30                         /* capacities: the most of 30 s */
 #define TUNER_YIELD_MARGIN 0.5   /* leave the others what they take and half as much again */
 #define TUNER_YIELD_MIN_CUT 0.03 /* a cut under 3% of our rate: no yield */
-#define TUNER_YIELD_FLOOR 0.05   /* never below 5% of our rate: politeness, not starvation */
+#define TUNER_YIELD_FLOOR \
+        0.05 /* never below 5% of what we read alone: politeness, not starvation */
 #define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC)     /* their cost: the most of the last 5 s */
 #define TUNER_CAPACITY_TRUST_USEC (60 * USEC_PER_SEC) /* a capacity seen at saturation ... */
 #define TUNER_YIELD_PROBE 0.02 /* ... then believed 2% a second larger while no queue shows */
@@ -141,7 +142,8 @@
 #define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
 #define TUNER_YIELD_SETTLE_USEC (3 * USEC_PER_SEC) /* our queue from before has drained by then */
 #define TUNER_YIELD_QUEUE_SAMPLES 3  /* yielding, a queue: in the last three samples' reads */
-#define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads */
+#define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads ... */
+#define TUNER_YIELD_EARLY_CUT 0.5    /* ... nor before a second of them, but for a cut of half */
 #define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency */
 
 typedef enum TunerMode {
@@ -250,6 +252,7 @@ typedef struct DepthTuner {
         double cap_own;              /* bytes/s our disk delivered at most: ours and theirs */
         double cap_all;              /* bytes/s the family delivered at most: everyone's */
         double share;                /* ... of which ours beside the siblings', 0 to 1 */
+        double ref_ours;             /* bytes/s we read at most (the floor is a share of it) */
         double fair;                 /* what we would read with nobody else there */
         bool cap_known;              /* the capacities were seen at saturation (reads queued) ... */
         uint64_t cap_seen_usec;      /* ... last at this time */

@@ -3,7 +3,8 @@
 # ebs-hydrated on the cold-EBS rig (tests/lab/ebs-rig): qemu's copy-on-read overlay is the
 # independent witness of what was really read, so a chunk marked done but never read shows up.
 # Usage: rig.sh CASE PATH-TO-ebs-hydrated
-CASES=(cold-complete cold-resume-after-kill eio vanish hang hang-discovery yield)
+CASES=(cold-complete cold-resume-after-kill eio vanish hang hang-discovery yield yield-small
+    yield-siblings yield-own-state)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -16,7 +17,8 @@ mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
 command -v qemu-storage-daemon >/dev/null || { echo "SKIP: qemu-storage-daemon missing" >&2; exit 77; }
 [ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse" >&2; exit 77; }
 
-trap 'stop_listener; "$RIG" unhang "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME-2" >/dev/null 2>&1 || true; cleanup' EXIT
+NOISE= # background workloads of a case, killed at the end
+trap 'stop_listener; [ -z "$NOISE" ] || kill $NOISE 2>/dev/null; "$RIG" unhang "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME" >/dev/null 2>&1 || true; "$RIG" down "$NAME-2" >/dev/null 2>&1 || true; cleanup' EXIT
 
 hydrate() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" "$@"
@@ -338,6 +340,135 @@ case_yield() {
     assert_eq "$rc" 143 "exit status of the --yield=no run after SIGTERM"
     assert_not_contains "$out" "other I/O" "log of the --yield=no run"
     assert_not_contains "$(grep '^STATUS=' "$LOG")" "yielding" "STATUS= of the --yield=no run"
+}
+
+# neighbour_disk SIZE: a writable loop device over a plain file in $WORK (the root volume of an
+# instance, beside the one hydrated)
+neighbour_disk() {
+    local img
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s "$1" "$img"
+    losetup -f --show "$img"
+}
+
+# run_for SECONDS DEV [options]: the daemon on DEV with the notify listener for SECONDS, then
+# SIGTERM; its output in $WORK/out, its STATUS= lines in $LOG
+run_for() {
+    local seconds=$1 dev=$2 pid rc=0
+    shift 2
+    : >"$LOG"
+    NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+        --progress=never --state-key="$NAME" "$@" "$dev" >"$WORK/out" 2>&1 &
+    pid=$!
+    sleep "$seconds"
+    kill -0 "$pid" 2>/dev/null || fail "the daemon ended early: $(cat "$WORK/out")"
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 143 "exit status after SIGTERM"
+}
+
+# assert_never_yielded WHAT: none of the STATUS= lines in $LOG says yielding, there were some,
+# and the log in $WORK/out says nothing of yielding
+assert_never_yielded() {
+    local n
+    n=$(grep -c '^STATUS=.*hydrated (' "$LOG" || true)
+    [ "$n" -ge 4 ] || fail "$1: only $n STATUS= lines: $(cat "$WORK/out")"
+    assert_not_contains "$(grep '^STATUS=' "$LOG")" "yielding" "STATUS= with $1"
+    assert_not_contains "$(cat "$WORK/out")" "yielding to it" "log with $1"
+}
+
+# Issue 22: what a real host does beside the volume is not worth a yield. A journal's commit
+# (4 KiB and a flush) a second and a reader of 512 KiB a second on the volume beside it: the
+# hydration never says it yields.
+case_yield_small() {
+    local dev root
+    dev=$("$RIG" up "$NAME" --profile seed --size 2G --bps 32M)
+    root=$(neighbour_disk 64M)
+    python3 -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+for i in range(100000):
+    os.pwrite(fd, b"j" * 4096, (i % 1000) * 4096)
+    os.fdatasync(fd)
+    time.sleep(1)' "$root" &
+    NOISE="$NOISE $!"
+    python3 -c '
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 524288)
+for i in range(100000):
+    os.preadv(fd, [buf], (i % 100) * 524288)
+    time.sleep(1)' "$root" &
+    NOISE="$NOISE $!"
+    start_listener 60
+    run_for 15 "$dev"
+    assert_never_yielded "a journal and a log reader on $root"
+}
+
+# Issue 22: hydrators of the volumes of one host tell each other what they read
+# ($RUNTIME_DIRECTORY/io/): neither takes the other's reads for a workload. The same two
+# without it (a runtime directory each) do: that is what the publication changes.
+case_yield_siblings() {
+    local a b pa pb rc
+    a=$("$RIG" up "$NAME" --profile seed --size 1G --bps 32M)
+    b=$("$RIG" up "$NAME-2" --profile seed --size 1G --bps 32M)
+    start_listener 90
+    siblings() { # RUNTIME-DIR-OF-B: both for 15 s; the first one's STATUS= lines in $LOG
+        : >"$LOG"
+        RUNTIME_DIRECTORY="$1" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+            --progress=never --state-key="$NAME-b" "$b" >"$WORK/out-b" 2>&1 &
+        pb=$!
+        NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
+            --progress=never --state-key="$NAME" "$a" >"$WORK/out" 2>&1 &
+        pa=$!
+        sleep 5
+        test -f "$RUNTIME_DIRECTORY/io/$(basename "$a").io" || fail "no publication of $a"
+        test -f "$1/io/$(basename "$b").io" || fail "no publication of $b"
+        sleep 10
+        kill -TERM "$pa" "$pb"
+        rc=0; wait "$pa" || rc=$?
+        assert_eq "$rc" 143 "exit status of the first after SIGTERM"
+        rc=0; wait "$pb" || rc=$?
+        assert_eq "$rc" 143 "exit status of the second after SIGTERM"
+    }
+    siblings "$RUNTIME_DIRECTORY"
+    assert_never_yielded "a sibling hydrating $b"
+    assert_not_contains "$(cat "$WORK/out-b")" "yielding to it" "the sibling's log"
+    test ! -e "$RUNTIME_DIRECTORY/io/$(basename "$a").io" || fail "publication of $a left behind"
+    "$RIG" down "$NAME" >/dev/null; "$RIG" down "$NAME-2" >/dev/null
+    a=$("$RIG" up "$NAME" --profile seed --size 1G --bps 32M)
+    b=$("$RIG" up "$NAME-2" --profile seed --size 1G --bps 32M)
+    mkdir -p "$WORK/run-b"
+    siblings "$WORK/run-b"
+    assert_contains "$(cat "$WORK/out")" "I/O on $b" "without the publication, the first yields to the second"
+}
+
+# Issue 22: our own checkpoints on the disk beside the volume (EC2: /var/lib on the root volume
+# while nvme1n1 hydrates) are not a workload. A small, slow volume saves often (each 0.5%).
+case_yield_own_state() {
+    local dev root mnt
+    dev=$("$RIG" up "$NAME" --profile seed --size 512M --bps 8M)
+    root=$(neighbour_disk 64M)
+    mkfs.ext4 -q "$root"
+    mnt="$WORK/mnt"
+    mkdir -p "$mnt"
+    mount "$root" "$mnt"
+    mkdir -m 0700 "$mnt/state"
+    start_listener 60
+    : >"$LOG"
+    NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$mnt/state" --config-dir="$WORK" \
+        --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
+    local pid=$! rc=0 before after
+    before=$(awk '{ print $5 }' "/sys/block/$(basename "$root")/stat")
+    sleep 15
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 143 "exit status after SIGTERM"
+    after=$(awk '{ print $5 }' "/sys/block/$(basename "$root")/stat")
+    echo "writes on $root during the run: $((after - before))"
+    [ $((after - before)) -ge 20 ] || fail "only $((after - before)) writes on $root: were the saves there?"
+    assert_never_yielded "our own checkpoints on $root"
+    umount "$mnt"
 }
 
 run_case

@@ -561,6 +561,77 @@ static void test_hydrator_checkpoint_min_gap(void **state) {
         assert_int_equal(saves, 2);
 }
 
+/* The disk's counters, as the test writes them for hydrator_watch_activity(). */
+static void write_disk_stat(const Fixture *f, uint64_t read_bytes, unsigned in_flight) {
+        char line[256];
+
+        snprintf(line, sizeof(line), "1 0 %" PRIu64 " 1 0 0 0 0 %u 1 1\n", read_bytes / 512,
+                 in_flight);
+        fixture_write(f->dir, "stat", line);
+}
+
+/*
+ * Yield=, through the hydrator: a device that serves 100 MiB/s (a read completes 90 ms after it
+ * went out, one every 10 ms at most), alone for 4 s; then someone else reads 25 MiB/s from it,
+ * as its counters say. The hydrator yields, and its token bucket holds the tuner's pace: what
+ * it asks of the device stays under what leaves them their share and half as much again.
+ */
+static void test_hydrator_yield_paces(void **state) {
+        Fixture *f = *state;
+        uint64_t disk = 0, theirs = 0, asked = 0, ours = 0;
+        unsigned from = 0;
+        char path[512];
+
+        f->dev.size = 2048 * MIB;
+        f->dev.logical_block_size = 4096;
+        f->settings.block_size = MIB;
+        f->settings.queue_depth = 16;
+        assert_int_equal(hydrator_new(&f->h, f->event, &f->dev, "vol-0123456789abcdef0", f->dir_fd,
+                                      &f->settings),
+                         0);
+        write_disk_stat(f, 0, 0);
+        snprintf(path, sizeof(path), "%s/stat", f->dir);
+        assert_int_equal(hydrator_watch_activity(f->h, path), 0);
+        assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
+        write_disk_stat(f, 0, reader->n_in_flight); /* it counts ours in flight at once */
+        for (uint64_t t = T0 + 10 * USEC_PER_MSEC; t <= T0 + 8 * USEC_PER_SEC;
+             t += 10 * USEC_PER_MSEC) {
+                advance_to(t);
+                /* the device: the oldest read, if it has had its 90 ms */
+                if (reader->n_in_flight > 0 &&
+                    submitted[n_submitted - reader->n_in_flight - reader->n_queued].usec +
+                                    90 * USEC_PER_MSEC <=
+                            t) {
+                        disk += reader->in_flight[0].length;
+                        complete_first(0);
+                }
+                if (t >= T0 + 4 * USEC_PER_SEC && (t - T0) % (100 * USEC_PER_MSEC) == 0) {
+                        theirs += 25 * MIB / 10;
+                        if (from == 0)
+                                from = n_submitted;
+                }
+                write_disk_stat(f, disk + theirs, reader->n_in_flight);
+        }
+        assert_false(status(f).phase != HYDRATOR_HYDRATING);
+        assert_true(status(f).yielding);
+        assert_false(status(f).yield_neighbours);
+        /* The last 3 s: the pace settled (it is halved for a moment while the queue we held
+         * alone drains). */
+        for (unsigned i = from; i < n_submitted; i++)
+                if (submitted[i].usec >= T0 + 5 * USEC_PER_SEC) {
+                        asked += submitted[i].req.length;
+                        ours++;
+                }
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr,
+                        "asked %" PRIu64 " MiB in %" PRIu64 " reads, yield %u%%, depth %u\n",
+                        asked / MIB, ours, status(f).yield_percent, status(f).depth);
+        assert_true(ours > 0);
+        /* 100 MiB/s - 1.5 x 25: 62.5 MiB/s, 187.5 MiB in 3 s (a read of slack) */
+        assert_true(asked <= 188 * MIB + MIB);
+        assert_true(asked >= 100 * MIB); /* and it does read */
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_retry_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_retry_backoff, setup, teardown),
@@ -572,6 +643,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_interval, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_yield_paces, setup, teardown),
 };
 
 int main(void) {
