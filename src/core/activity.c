@@ -128,6 +128,13 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
         a->last_usec = now_usec;
 }
 
+void activity_rebase(Activity *a, const DiskStat *st, uint64_t ours) {
+        if (!a->primed)
+                return;
+        a->last.read_sectors = st->read_sectors;
+        a->last_ours = ours;
+}
+
 double activity_cost(const ActivityFigures *f) {
         return f->reads + f->writes + f->write_ops * (double)ACTIVITY_OP_BYTES;
 }

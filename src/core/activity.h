@@ -92,6 +92,10 @@ typedef struct ActivityOurs {
 void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                      const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret);
 
+/* activity_rebase() - the counters @st and @ours are where the next sample starts from: what
+ * happened since the last sample is nobody's (a sibling found just now read it). */
+void activity_rebase(Activity *a, const DiskStat *st, uint64_t ours);
+
 /* activity_cost() - what others' I/O costs, in bytes/s: reads and writes, each write, flush or
  * discard at ACTIVITY_OP_BYTES more. */
 double activity_cost(const ActivityFigures *f);

@@ -40,7 +40,7 @@ static SaveNews own_saves(Hydrator *h) {
         return news;
 }
 
-static void log_yield(const Hydrator *h, bool was, const NeighbourFigures *nb, double own) {
+static void log_yield(const Hydrator *h, bool was) {
         const DepthTuner *t = &h->tuner;
 
         if (t->yielding == was)
@@ -50,12 +50,12 @@ static void log_yield(const Hydrator *h, bool was, const NeighbourFigures *nb, d
         else if (t->yield_own)
                 log_info("%s: other I/O on the device (%.1f MiB/s): yielding to it, %.0f%% of "
                          "what we would read",
-                         h->dev->path, own / (1 << 20), t->cut * 100);
+                         h->dev->path, t->own_cost / (1 << 20), t->cut * 100);
         else
                 log_info("%s: I/O on /dev/%s (%.1f MiB/s in all on the volumes beside it), which "
                          "shares the instance's bandwidth: yielding to it, %.0f%% of what we "
                          "would read",
-                         h->dev->path, nb->busiest[0] ? nb->busiest : "?", nb->cost / (1 << 20),
+                         h->dev->path, h->busiest[0] ? h->busiest : "?", t->other_cost / (1 << 20),
                          t->cut * 100);
 }
 
@@ -108,15 +108,17 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         activity_sample(&h->activity, &st, &o, &allowance, now, &f);
         if (++h->activity_samples % (USEC_PER_SEC / ACTIVITY_SAMPLE_USEC) == 0)
                 log_debug("%s: the last second: ours %.1f MiB/s; others on the disk %.2f MiB/s "
-                          "read, %.2f written in %.0f operations; beside it %.2f MiB/s of cost, "
-                          "siblings %.1f MiB/s",
+                          "read, %.2f written in %.0f operations; beside it %.2f MiB/s of cost "
+                          "(most on %s), siblings %.1f MiB/s",
                           h->state->key, f.ours / (1 << 20), f.reads / (1 << 20),
                           f.writes / (1 << 20), f.write_ops, nb.cost / (1 << 20),
-                          nb.siblings / (1 << 20));
+                          nb.busiest[0] ? nb.busiest : "none", nb.siblings / (1 << 20));
+        if (nb.busiest[0]) /* who cost most lately, for the log */
+                memcpy(h->busiest, nb.busiest, sizeof(h->busiest));
         was = h->tuner.yielding;
         if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
-        log_yield(h, was, &nb, activity_cost(&f));
+        log_yield(h, was);
         /* Late (the loop was busy): the next look a whole period from now, not at once. */
         (void)hydrator_arm_timer(s,
                                  MAX(usec + ACTIVITY_SAMPLE_USEC, now + ACTIVITY_SAMPLE_USEC / 2));

@@ -71,7 +71,8 @@ struct Hydrator {
         Neighbours *neighbours; /* disks behind the same instance cap, or NULL */
         sd_event_source *activity_timer;
         unsigned activity_samples;
-        bool reading; /* reads may go out (not before hydrator_start()) */
+        char busiest[KERNEL_NAME_MAX]; /* the neighbour whose I/O cost most lately */
+        bool reading;                  /* reads may go out (not before hydrator_start()) */
 
         /* what we tell our siblings, and what our saves write (siblings.h, neighbours.h) */
         SiblingPub *publication;                /* or NULL */

@@ -29,6 +29,7 @@ typedef struct Neighbour {
         uint64_t looked_usec; /* when its publication was last looked for */
         uint64_t saves;       /* its save count at the sample before */
         unsigned new_saves;   /* saves it began since then (one under way counts) */
+        bool found;           /* its sibling was found (or came back) at this sample */
 } Neighbour;
 
 struct Neighbours {
@@ -177,8 +178,7 @@ static void read_siblings(Neighbours *n, uint64_t now) {
                         x->new_saves = (unsigned)MIN((x->view.saves - x->saves + 1) / 2, 1000u);
                 if (x->view.saves % 2 == 1 && x->new_saves == 0)
                         x->new_saves = 1;
-                if (!was_fresh) /* its count starts here: nothing of it before is this sample's */
-                        x->activity.last_ours = x->view.read_bytes;
+                x->found = !was_fresh; /* its count starts here (neighbours_sample()) */
                 x->saves = x->view.saves;
         }
 }
@@ -201,20 +201,27 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                         drop(n, i);
                         continue;
                 }
-                save_allowance(own, x->dev, &allowance);
-                neighbours_save_allowance(n, x->dev, &allowance);
+                /* Reads on a disk nobody publishes: a sibling that started after the last
+                 * scan, maybe. Look now (once a second), before the reads count as a workload. */
+                if (!x->fresh && st.read_sectors > x->activity.last.read_sectors &&
+                    (x->looked_usec == 0 || now_usec - x->looked_usec >= USEC_PER_SEC)) {
+                        x->looked_usec = now_usec;
+                        find_sibling(n, x);
+                        x->found = x->fresh =
+                                x->sibling && sibling_read(x->sibling, now_usec, &x->view);
+                }
                 ours = x->fresh ? (ActivityOurs){.bytes = x->view.read_bytes,
                                                  .requests = x->view.in_flight_requests,
                                                  .bytes_per_request = x->view.bytes_per_request}
                                 : (ActivityOurs){0};
+                /* A sibling found now: what its disk did since the last sample was its own. */
+                if (x->found)
+                        activity_rebase(&x->activity, &st, ours.bytes);
+                x->found = false;
+                save_allowance(own, x->dev, &allowance);
+                neighbours_save_allowance(n, x->dev, &allowance);
                 activity_sample(&x->activity, &st, &ours, &allowance, now_usec, &f);
                 cost = activity_cost(&f);
-                /* Reads beside ours, and nobody publishes them yet: a sibling that started
-                 * after the last scan, maybe. Look now (once a second), not at the next scan. */
-                if (f.reads > 0 && !x->fresh && now_usec - x->looked_usec >= USEC_PER_SEC) {
-                        x->looked_usec = now_usec;
-                        find_sibling(n, x);
-                }
                 ret->siblings += f.ours;
                 ret->cost += cost;
                 if (cost > busiest) {

@@ -344,7 +344,6 @@ static int start_reading(Run *run) {
                    settings->rate_limit ? ", rate limited" : "",
                    settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
                    settings->yield ? "" : ", Yield=no");
-        share(run);
         watch_activity(run, run->dev, settings);
         r = hydrator_start(run->hydrator, on_finished, run);
         if (r < 0) {
@@ -486,6 +485,8 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
          * kernel drops when the device is closed), and "already hydrated" reads nothing. */
         if (hydrator_state_complete(run->hydrator))
                 return already_hydrated(run);
+        /* Before the file systems are mapped: the volumes beside ours hear of us at once. */
+        share(run);
         r = hydrator_save_loaded(run->hydrator);
         if (r < 0)
                 /* A full or read-only file system, or an I/O error, may pass; anything else in

@@ -357,8 +357,8 @@ run_for() {
     local seconds=$1 dev=$2 pid rc=0
     shift 2
     : >"$LOG"
-    NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
-        --progress=never --state-key="$NAME" "$@" "$dev" >"$WORK/out" 2>&1 &
+    NOTIFY_SOCKET="$SOCK" EBS_HYDRATE_LOG_LEVEL=debug "$DAEMON" --no-bus --state-dir="$STATE" \
+        --config-dir="$WORK" --progress=never --state-key="$NAME" "$@" "$dev" >"$WORK/out" 2>&1 &
     pid=$!
     sleep "$seconds"
     kill -0 "$pid" 2>/dev/null || fail "the daemon ended early: $(cat "$WORK/out")"
@@ -373,8 +373,12 @@ assert_never_yielded() {
     local n
     n=$(grep -c '^STATUS=.*hydrated (' "$LOG" || true)
     [ "$n" -ge 4 ] || fail "$1: only $n STATUS= lines: $(cat "$WORK/out")"
-    assert_not_contains "$(grep '^STATUS=' "$LOG")" "yielding" "STATUS= with $1"
-    assert_not_contains "$(cat "$WORK/out")" "yielding to it" "log with $1"
+    if grep -q '^STATUS=.*yielding' "$LOG" || grep -q 'yielding to it' "$WORK/out"; then
+        # What it saw, second by second (the daemons of these cases log at debug level), and
+        # what the other loop devices of the machine did meanwhile.
+        grep -E 'the last second|I/O on|yielding|calmed' "$WORK/out" | head -60
+        fail "$1: it yielded: $(grep -m1 'yielding to it' "$WORK/out")"
+    fi
 }
 
 # Issue 22: what a real host does beside the volume is not worth a yield. A journal's commit
@@ -382,7 +386,8 @@ assert_never_yielded() {
 # hydration never says it yields.
 case_yield_small() {
     local dev root
-    dev=$("$RIG" up "$NAME" --profile seed --size 2G --bps 32M)
+    # gp3's throughput, as in the issue's measurements: the reader is 0.4% of it
+    dev=$("$RIG" up "$NAME" --profile seed --size 2G --bps 125M)
     root=$(neighbour_disk 64M)
     python3 -c '
 import os, sys, time
@@ -418,8 +423,9 @@ case_yield_siblings() {
         RUNTIME_DIRECTORY="$1" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
             --progress=never --state-key="$NAME-b" "$b" >"$WORK/out-b" 2>&1 &
         pb=$!
-        NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$WORK" \
-            --progress=never --state-key="$NAME" "$a" >"$WORK/out" 2>&1 &
+        NOTIFY_SOCKET="$SOCK" EBS_HYDRATE_LOG_LEVEL=debug "$DAEMON" --no-bus \
+            --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" \
+            "$a" >"$WORK/out" 2>&1 &
         pa=$!
         sleep 5
         test -f "$RUNTIME_DIRECTORY/io/$(basename "$a").io" || fail "no publication of $a"
@@ -449,15 +455,18 @@ case_yield_own_state() {
     local dev root mnt
     dev=$("$RIG" up "$NAME" --profile seed --size 512M --bps 8M)
     root=$(neighbour_disk 64M)
-    mkfs.ext4 -q "$root"
+    # Nothing written in the background after the mount (ext4lazyinit zeroes inode tables at
+    # a few MiB/s: a real workload, but not ours to test here).
+    mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 "$root"
     mnt="$WORK/mnt"
     mkdir -p "$mnt"
     mount "$root" "$mnt"
     mkdir -m 0700 "$mnt/state"
     start_listener 60
     : >"$LOG"
-    NOTIFY_SOCKET="$SOCK" "$DAEMON" --no-bus --state-dir="$mnt/state" --config-dir="$WORK" \
-        --progress=never --state-key="$NAME" "$dev" >"$WORK/out" 2>&1 &
+    NOTIFY_SOCKET="$SOCK" EBS_HYDRATE_LOG_LEVEL=debug "$DAEMON" --no-bus \
+        --state-dir="$mnt/state" --config-dir="$WORK" --progress=never --state-key="$NAME" \
+        "$dev" >"$WORK/out" 2>&1 &
     local pid=$! rc=0 before after
     before=$(awk '{ print $5 }' "/sys/block/$(basename "$root")/stat")
     sleep 15

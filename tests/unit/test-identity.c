@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "device.h"
 #include "fixtures.h"
 #include "identity.h"
 
@@ -348,6 +349,25 @@ static void test_identity_state_key_small_buffer(void **state) {
         assert_string_equal(key, "vol-0123456789abcdef0");
 }
 
+/* How many reads a device's request queue takes: a read over a request's limit is several
+ * requests, and a quarter of the queue stays free for everyone else. */
+static void test_identity_device_queue(void **state) {
+        BlockDevice loop = {.queue_requests = 128, .max_request_bytes = 512 << 10};
+        BlockDevice nvme = {.queue_requests = 1023, .max_request_bytes = 128 << 10};
+        BlockDevice unknown = {0};
+
+        assert_int_equal(block_device_requests_per_read(&loop, 1 << 20), 2);
+        assert_int_equal(block_device_max_reads(&loop, 1 << 20), 48);
+        assert_int_equal(block_device_requests_per_read(&loop, 512 << 10), 1);
+        assert_int_equal(block_device_max_reads(&loop, 512 << 10), 96);
+        assert_int_equal(block_device_requests_per_read(&nvme, 1 << 20), 8);
+        assert_int_equal(block_device_max_reads(&nvme, 1 << 20), 95);
+        assert_int_equal(block_device_requests_per_read(&nvme, 3 << 20), 24);
+        assert_int_equal(block_device_max_reads(&nvme, UINT64_C(1) << 40), 1); /* never none */
+        assert_int_equal(block_device_requests_per_read(&unknown, 1 << 20), 1);
+        assert_int_equal(block_device_max_reads(&unknown, 1 << 20), 0);
+}
+
 #define SYSFS_TEST(f) cmocka_unit_test_setup_teardown(f, setup_sysfs, teardown_sysfs)
 
 int main(void) {
@@ -374,6 +394,7 @@ int main(void) {
                 cmocka_unit_test(test_identity_state_key_sanitised),
                 cmocka_unit_test(test_identity_state_key_nokey),
                 cmocka_unit_test(test_identity_state_key_small_buffer),
+                cmocka_unit_test(test_identity_device_queue),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
