@@ -72,8 +72,9 @@ static bool queued(const DepthTuner *t, unsigned samples, uint64_t target) {
  * second, whose rates mix what was before the others came with what is now (unless it is the
  * first: then it is all there is). */
 static void learn_capacities(DepthTuner *t, uint64_t now) {
-        bool first = true;
+        bool first = true, queued = false;
         double most = -1;
+        unsigned used = 0;
 
         for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
                 first = first && (!t->seconds[i].used || i == t->second_next);
@@ -92,11 +93,14 @@ static void learn_capacities(DepthTuner *t, uint64_t now) {
                         t->share = s->share;
                 }
                 t->cap_all = MAX(t->cap_all, s->all_total);
-                if (s->queued) {
-                        t->cap_known = true;
-                        t->cap_seen_usec = now;
-                }
+                used++;
+                queued = queued || s->queued;
         }
+        /* Saturated at some second, and not only in the first ones (our reads ramping up
+         * behind a queue of their own say little of what the device gives). */
+        t->cap_known = queued && used >= TUNER_KNOWN_SECONDS;
+        if (t->cap_known)
+                t->cap_seen_usec = now;
 }
 
 /* The most the others' I/O cost lately: the current second and the ones before, up to
@@ -150,6 +154,9 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->yield_start_usec = t->queue_seen_usec = t->probe_step_usec = now;
         t->yield_settled = false;
         t->probing = false;
+        t->queue_test = TUNER_QUEUE_NONE;
+        t->pace_scale = 1;
+        t->probe_hold_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
         if (!t->cap_known) { /* what the device can do is not known: grow until reads queue */
                 t->pace = 0;
@@ -172,6 +179,64 @@ static bool stop_yielding(DepthTuner *t, uint64_t now) {
  * gives no more than it delivers now (once a second at most, so that one queue counts once);
  * a capacity not seen at saturation for long is believed a little larger while no queue shows.
  */
+/* Lowers both capacities by what makes the pace @by less. */
+static void lower_capacities(DepthTuner *t, double by) {
+        if (by <= 0)
+                return;
+        t->cap_own = MAX(t->cap_own - by, 0.0);
+        t->cap_all = MAX(t->cap_all - by / MAX(t->share, 0.01), 0.0);
+}
+
+/*
+ * A queue while we yield is ours (our pace is more than the device gives beside the others: it
+ * gives less than we believed, or a probe found its limit) or not (a busy device's latency grows
+ * with load of any kind; a workload's own queue is there whatever we do). A test tells: a
+ * quarter less pace for a while. If the queue goes, it was ours: the capacities are lowered to
+ * where the pace is TUNER_QUEUE_KEEP of the one that queued. If not, the pace comes back, and
+ * queues are left alone for TUNER_QUEUE_IGNORE_USEC.
+ */
+static void test_queue(DepthTuner *t, bool queue, uint64_t now) {
+        uint64_t length = MAX(USEC_PER_SEC, 4 * tuner_base_latency(t));
+
+        switch (t->queue_test) {
+        case TUNER_QUEUE_NONE:
+                if (!queue || t->pace <= 0)
+                        return;
+                t->queue_test = TUNER_QUEUE_TESTING;
+                t->queue_test_usec = now;
+                t->queue_pace = t->pace;
+                t->pace_scale = TUNER_QUEUE_TEST_SCALE;
+                return;
+        case TUNER_QUEUE_TESTING:
+                if (now - t->queue_test_usec < length)
+                        return;
+                t->pace_scale = 1;
+                if (queue) { /* not ours */
+                        t->queue_test = TUNER_QUEUE_IGNORED;
+                        t->queue_test_usec = now;
+                        return;
+                }
+                lower_capacities(t, pace_for(t) - TUNER_QUEUE_KEEP * t->queue_pace);
+                t->cap_seen_usec = now;
+                /* A probe that found the capacity where it was: the next one waits longer. */
+                if (t->probing)
+                        t->probe_wait_usec = MIN(2 * t->probe_wait_usec, TUNER_PROBE_WAIT_MAX_USEC);
+                t->probing = false;
+                t->queue_test = TUNER_QUEUE_NONE;
+                return;
+        case TUNER_QUEUE_IGNORED:
+                if (now - t->queue_test_usec >= TUNER_QUEUE_IGNORE_USEC)
+                        t->queue_test = TUNER_QUEUE_NONE;
+                return;
+        }
+}
+
+/*
+ * While yielding: more delivered than believed means more capacity; a queue is tested
+ * (test_queue()), or, with no capacity known yet, says what it is (all a saturated device
+ * gives); a capacity not seen at saturation for long is believed a little larger while no
+ * queue shows.
+ */
 static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
         double own_total = t->now.ours + t->now.own_cost;
         double all_total = t->now.ours + t->now.siblings + t->now.own_cost + t->now.other_cost;
@@ -190,24 +255,26 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
                 t->yield_settled = true;
         if (!t->yield_settled && now - t->yield_start_usec < TUNER_YIELD_SETTLE_USEC)
                 return;
-        t->cap_own = MAX(t->cap_own, own_total);
-        t->cap_all = MAX(t->cap_all, all_total);
-        /* A queue while we read at our pace: the device gives no more than it delivers now.
-         * (Slower than our pace, the reads were not enough to queue: it is not ours.) */
-        if (queue && (t->pace == 0 || t->now.ours >= 0.8 * t->pace)) {
-                if (now - t->queue_seen_usec < USEC_PER_SEC && t->cap_known)
-                        return;
-                t->cap_own = MIN(t->cap_own, own_total);
-                t->cap_all = MIN(t->cap_all, all_total);
-                t->cap_known = true;
-                t->cap_seen_usec = t->queue_seen_usec = now;
-                /* A probe that found the capacity where it was: the next one waits longer. */
-                if (t->probing)
-                        t->probe_wait_usec = MIN(2 * t->probe_wait_usec, TUNER_PROBE_WAIT_MAX_USEC);
-                t->probing = false;
+        if (t->queue_test == TUNER_QUEUE_NONE) { /* not while our pace is cut for a test */
+                t->cap_own = MAX(t->cap_own, own_total);
+                t->cap_all = MAX(t->cap_all, all_total);
+        }
+        if (!t->cap_known) {
+                /* Growing until reads queue; then a second at that depth, saturated all of it:
+                 * what it delivered is the capacity. */
+                if (queue && t->probe_hold_usec == 0)
+                        t->probe_hold_usec = now;
+                if (t->probe_hold_usec > 0 && now - t->probe_hold_usec >= USEC_PER_SEC) {
+                        t->cap_own = own_total;
+                        t->cap_all = all_total;
+                        t->cap_known = true;
+                        t->cap_seen_usec = now;
+                }
                 return;
         }
-        if (!queue && t->cap_known && now - t->cap_seen_usec >= t->probe_wait_usec && t->pace > 0 &&
+        test_queue(t, queue, now);
+        if (!queue && t->queue_test == TUNER_QUEUE_NONE &&
+            now - t->cap_seen_usec >= t->probe_wait_usec && t->pace > 0 &&
             t->now.ours >= 0.9 * t->pace) {
                 double grow = 1.0 + TUNER_YIELD_PROBE * (double)dt / (double)USEC_PER_SEC;
 
@@ -226,11 +293,14 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
                 return stop_yielding(t, now);
         if (t->pace == 0 && !t->cap_known) { /* growing until reads queue, one a sample */
                 t->probe_step_usec = now;
+                if (t->probe_hold_usec > 0)
+                        return false;
                 return tuner_set_depth(t, tuner_clamp_yield(t, (uint64_t)t->depth + 1),
                                        TUNER_YIELD);
         }
-        /* Until the queue we held before has drained, half of it, so that it drains fast. */
-        t->pace = t->yield_settled ? pace : pace / 2;
+        /* Until the queue we held before has drained, half of it, so that it drains fast; less
+         * while a queue is tested. */
+        t->pace = (t->yield_settled ? pace : pace / 2) * t->pace_scale;
         return tuner_set_depth(t, depth_for_pace(t, t->pace), TUNER_YIELD);
 }
 

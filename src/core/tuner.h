@@ -71,8 +71,11 @@
  *    at once and goes only after a quiet spell (md resync's idle test, ZFS scrub's ramp).
  *    The harm they see is measured too: while yielding, the smallest latency of the last
  *    TUNER_YIELD_QUEUE_SAMPLES samples over the base is the queue they wait in (a tighter
- *    target: a sixteenth of the base, at most 5 ms); when it shows while we read at our
- *    pace, the capacities are what was delivered just then (all a saturated device gives).
+ *    target: a sixteenth of the base, at most 5 ms). When it shows, a quarter less pace for a
+ *    moment tells whether it is ours: if it goes, the capacities are lowered to where the pace
+ *    is 10% under the one that queued; if it stays (a busy device's latency grows with load of
+ *    any kind; a workload's own queue is there whatever we do), the pace comes back and
+ *    queues are left alone for TUNER_QUEUE_IGNORE_USEC.
  *    At the start of a yield the pace is halved until the queue we held before has drained.
  *    Capacities not seen at saturation for TUNER_CAPACITY_TRUST_USEC are believed
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
@@ -141,10 +144,21 @@
                                           * more: twice as long */
 #define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
 #define TUNER_YIELD_SETTLE_USEC (3 * USEC_PER_SEC) /* our queue from before has drained by then */
-#define TUNER_YIELD_QUEUE_SAMPLES 3  /* yielding, a queue: in the last three samples' reads */
+#define TUNER_YIELD_QUEUE_SAMPLES 3 /* yielding, a queue: in the last three samples' reads */
+#define TUNER_QUEUE_TEST_SCALE 0.75 /* ... ours if it goes when the pace is a quarter less, */
+#define TUNER_QUEUE_KEEP 0.9        /* ... then the pace 10% under the one that queued; */
+#define TUNER_QUEUE_IGNORE_USEC (30 * USEC_PER_SEC) /* ... not ours: left alone for a while */
+#define TUNER_KNOWN_SECONDS 3        /* a capacity from fewer seconds than this is not known */
 #define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads ... */
 #define TUNER_YIELD_EARLY_CUT 0.5    /* ... nor before a second of them, but for a cut of half */
 #define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency */
+
+/* A queue seen while yielding, and the test of whether it is ours (tuner-yield.c). */
+typedef enum TunerQueueTest {
+        TUNER_QUEUE_NONE,
+        TUNER_QUEUE_TESTING, /* the pace cut by TUNER_QUEUE_TEST_SCALE: does the queue go? */
+        TUNER_QUEUE_IGNORED, /* it did not: not ours */
+} TunerQueueTest;
 
 typedef enum TunerMode {
         TUNER_SLOW_START,
@@ -260,9 +274,14 @@ typedef struct DepthTuner {
         bool yield_settled;          /* ... and the queue we held before has drained */
         uint64_t queue_seen_usec;    /* when a queue last cut the capacities, while yielding */
         uint64_t probe_step_usec;    /* when the depth last grew, yielding with none known */
+        uint64_t probe_hold_usec;    /* ... when it stopped growing at a queue; 0 growing */
         uint64_t probe_wait_usec;    /* trust a capacity this long before probing it */
-        bool probing;                /* the capacities grow: probing */
-        unsigned yields;             /* times it started yielding (for the log) */
+        TunerQueueTest queue_test;
+        uint64_t queue_test_usec; /* when it began */
+        double queue_pace;        /* the pace that queued */
+        double pace_scale;        /* 1, or TUNER_QUEUE_TEST_SCALE while testing */
+        bool probing;             /* the capacities grow: probing */
+        unsigned yields;          /* times it started yielding (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */
