@@ -136,13 +136,14 @@ static double pace_for(DepthTuner *t) {
         return pace;
 }
 
-/* Reads in flight that carry @pace at the base latency and the yield's target (Little's law),
- * with some slack: the pace, not the depth, holds the rate, and a queue (which would raise the
- * mean latency) must not buy more reads. */
+/* Reads in flight that carry @pace at the latency reads see now (Little's law), with some
+ * slack, and never fewer than at the base latency and the yield's target: the pace, not the
+ * depth, holds the rate, and a device whose latency grows with others' load (a busy one) must
+ * not hold us under it. */
 static unsigned depth_for_pace(const DepthTuner *t, double pace) {
         uint64_t base = tuner_base_latency(t);
         double request = t->request_bytes > 0 ? t->request_bytes : 1.0;
-        double latency = base > 0 ? (double)(base + tuner_yield_target(base)) : t->latency_usec;
+        double latency = MAX(t->latency_usec, (double)(base + tuner_yield_target(base)));
         double d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
 
         return tuner_clamp_yield(t, (uint64_t)ceil(d) + 1);
