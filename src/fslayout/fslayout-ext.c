@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fslayout-readio.h"
 #include "fslayout-scan.h"
 #include "util.h"
 
@@ -195,9 +196,9 @@ static int set_detail(char **ret_detail, int result, const char *detail) {
 static errcode_t open_read_only(const char *path, uint64_t offset, ext2_filsys *ret) {
         char options[64];
 
-        /* unix_io's "offset" option: a byte offset added to every read (e2fsprogs >= 1.42). */
+        /* The "offset" option, as unix_io's: a byte offset added to every read. */
         (void)snprintf(options, sizeof(options), "offset=%" PRIu64, offset);
-        return ext2fs_open2(path, options, EXT2_FLAG_64BITS, 0, 0, unix_io_manager, ret);
+        return ext2fs_open2(path, options, EXT2_FLAG_64BITS, 0, 0, fslayout_read_io_manager, ret);
 }
 
 int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool metadata_only,
