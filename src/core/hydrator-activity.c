@@ -11,6 +11,7 @@
 
 #include "hydrator-internal.h"
 #include "log.h"
+#include "thread-reads.h"
 
 static void stop_watching(Hydrator *h, int error) {
         log_warning_errno(error, "Cannot read %s (%m): no longer yielding to other I/O on %s",
@@ -43,8 +44,9 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
                 hydrator_fill(h);
                 return 0;
         }
+        /* Ours: our completed reads, and what the file-system discovery reads beside them. */
         active = activity_sample(
-                &h->activity, &st, h->bytes_completed,
+                &h->activity, &st, h->bytes_completed + thread_reads_others(),
                 h->reader ? (uint64_t)reader_in_flight(h->reader) * hydrator_request_bytes(h) : 0,
                 now, &rate);
         if (active && !h->tuner.yielding)

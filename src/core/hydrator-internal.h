@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "activity.h"
+#include "ahead.h"
 #include "hydrator.h"
 #include "neighbours.h"
 #include "progress.h"
@@ -47,6 +48,7 @@ struct Hydrator {
         uint64_t chunks_per_request;
         PlanStage stage;  /* the stage being planned */
         uint64_t cursor;  /* next chunk of that stage to plan */
+        Ahead ahead;      /* read before the stages: what the discovery reads next */
         DepthTuner tuner; /* how many reads to keep in flight; tuner.max = reader slots */
 
         Retry *retries;
