@@ -31,11 +31,11 @@
 #include "util.h"
 
 #define FIEMAP_BATCH 128
-#define HOTPATHS_THREADS 16u /* walkers, the caller's thread included */
-#define HOTPATHS_BATCH 64u   /* file names one job maps */
-#define HOTPATHS_QUEUED_MAX                                                   \
-        256u /* file jobs waiting, at most: beyond, a lister maps them itself \
-              */
+/* Walkers, the caller's thread included; file names one job maps; file jobs waiting, at most:
+ * beyond that a lister maps its batch itself. */
+#define HOTPATHS_THREADS 16u
+#define HOTPATHS_BATCH 64u
+#define HOTPATHS_QUEUED_MAX 256u
 /* A path as a warning shows it: file names can hold any byte (parse.h). A log line is no longer. */
 #define SHOWN(path) CESCAPE((path), SIZE_MAX, 1024)
 #define SKIPPED_EXTENT_FLAGS \
