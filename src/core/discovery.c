@@ -3,7 +3,8 @@
  * File-system discovery in a thread; see discovery.h. The thread owns a copy of everything it
  * uses (strings, a dup() of the device), so that the main thread can let go of a discovery that
  * is stuck in the device at any time: whichever of the two is last frees the job, decided by
- * one atomic exchange of its state.
+ * one atomic exchange of its state. What it learns on the way goes into a queue of messages
+ * under a lock, and an eventfd wakes the event loop for them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,15 +29,24 @@
 
 enum { JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
 
+/* What the thread tells on the way: reads to come, or the layout is known. */
+typedef struct Message {
+        struct Message *next;
+        ByteRange *ahead; /* NULL: the layout is known */
+        size_t n;
+} Message;
+
 /* What the thread owns while it runs. */
 typedef struct Job {
         _Atomic int state;
         int fd;      /* dup() of the device */
-        int done_fd; /* eventfd: the thread's "finished" */
+        int done_fd; /* eventfd: a message, or the thread's "finished" */
         uint64_t size;
         dev_t rdev;
         char *hot_paths, *sysfs_root;
-        DiscoveryResult result;
+        DiscoveryResult result; /* the layout before the "mapped" message, the rest before DONE */
+        pthread_mutex_t lock;   /* of the messages */
+        Message *first, **last;
 } Job;
 
 struct Discovery {
@@ -53,7 +63,10 @@ struct Discovery {
         uint64_t last_progress_usec;
         uint64_t stalled_usec;
         bool stall_said;
+        bool mapped_seen; /* the layout is known */
         discovery_done_t done;
+        discovery_done_t mapped;
+        discovery_ahead_t ahead;
         void (*stalled)(void *userdata);
         void *userdata;
 };
@@ -61,6 +74,12 @@ struct Discovery {
 static void job_free(Job *j) {
         if (!j)
                 return;
+        for (Message *m = j->first, *next; m; m = next) {
+                next = m->next;
+                free(m->ahead);
+                free(m);
+        }
+        pthread_mutex_destroy(&j->lock);
         if (j->fd >= 0)
                 (void)close(j->fd);
         if (j->done_fd >= 0)
@@ -73,11 +92,39 @@ static void job_free(Job *j) {
         free(j);
 }
 
+/* Queues a message (taking @ahead) and wakes the event loop. Out of memory, a hint is dropped;
+ * the "mapped" message is not: the event loop then learns the layout with "done". */
+static void job_post(Job *j, ByteRange *ahead, size_t n) {
+        Message *m = calloc(1, sizeof(*m));
+
+        if (!m) {
+                free(ahead);
+                return;
+        }
+        *m = (Message){.ahead = ahead, .n = n};
+        pthread_mutex_lock(&j->lock);
+        *j->last = m;
+        j->last = &m->next;
+        pthread_mutex_unlock(&j->lock);
+        (void)eventfd_write(j->done_fd, 1);
+}
+
+static void job_hint_ahead(const ByteRange *ranges, size_t n, void *userdata) {
+        ByteRange *copy = malloc(n * sizeof(ByteRange));
+
+        if (!copy)
+                return;
+        memcpy(copy, ranges, n * sizeof(ByteRange));
+        job_post(userdata, copy, n);
+}
+
 static void *job_run(void *userdata) {
         Job *j = userdata;
         DiscoveryResult *res = &j->result;
+        FsLayoutHints hints = {.ahead = job_hint_ahead, .userdata = j};
 
-        res->mapped = fslayout_discover(j->fd, j->size, &res->layout, &res->error);
+        res->mapped = fslayout_discover(j->fd, j->size, &hints, &res->layout, &res->error);
+        job_post(j, NULL, 0);
         if (j->hot_paths[strspn(j->hot_paths, " \t")] != '\0')
                 res->hot_error = hotpaths_resolve(j->hot_paths, j->rdev, j->sysfs_root, &res->hot,
                                                   &res->n_hot);
@@ -95,11 +142,45 @@ static void join(Discovery *d) {
         d->joined = true;
 }
 
+/* Hands the messages queued so far to the callbacks, in order. */
+static void deliver(Discovery *d) {
+        Job *j = d->job;
+
+        for (;;) {
+                Message *m;
+
+                pthread_mutex_lock(&j->lock);
+                m = j->first;
+                if (m) {
+                        j->first = m->next;
+                        if (!j->first)
+                                j->last = &j->first;
+                }
+                pthread_mutex_unlock(&j->lock);
+                if (!m)
+                        return;
+                if (!m->ahead) {
+                        d->mapped_seen = true;
+                        if (d->mapped)
+                                d->mapped(d, d->userdata);
+                } else if (d->ahead)
+                        d->ahead(d, m->ahead, m->n, d->userdata);
+                free(m->ahead);
+                free(m);
+        }
+}
+
 static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Discovery *d = userdata;
         eventfd_t v;
 
         (void)eventfd_read(fd, &v);
+        /* The state first: every message posted before DONE is in the queue when it is read. */
+        if (atomic_load(&d->job->state) != JOB_DONE) {
+                deliver(d);
+                return 0;
+        }
+        deliver(d);
         (void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
         (void)sd_event_source_set_enabled(d->watch_timer, SD_EVENT_OFF);
         join(d);
@@ -107,6 +188,7 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 log_info("%s: the device answers again; its file systems are mapped", d->devnode);
         d->stalled_usec = 0;
         d->finished = true;
+        d->mapped_seen = true;
         d->done(d, d->userdata);
         return 0;
 }
@@ -166,9 +248,13 @@ int discovery_start(Discovery **ret, sd_event *event, const DiscoveryRequest *re
         d->joined = true; /* until the thread exists */
         d->stat_fd = -1;
         d->done = done;
+        d->mapped = req->mapped;
+        d->ahead = req->ahead;
         d->stalled = req->stalled;
         d->userdata = userdata;
         j->fd = j->done_fd = -1;
+        j->last = &j->first;
+        pthread_mutex_init(&j->lock, NULL);
         j->size = req->size;
         j->rdev = req->rdev;
         j->hot_paths = strdup(req->hot_paths ?: "");
@@ -206,13 +292,14 @@ int discovery_start(Discovery **ret, sd_event *event, const DiscoveryRequest *re
         r = -pthread_create(&d->thread, NULL, job_run, j);
         if (r < 0)
                 return r;
+        (void)pthread_setname_np(d->thread, "discovery");
         d->joined = false;
         *ret = TAKE_PTR(d);
         return 0;
 }
 
 DiscoveryResult *discovery_result(Discovery *d) {
-        return d && d->finished ? &d->job->result : NULL;
+        return d && d->mapped_seen ? &d->job->result : NULL;
 }
 
 uint64_t discovery_stalled_usec(const Discovery *d) {

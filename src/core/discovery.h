@@ -6,6 +6,8 @@
  * loop, the watchdog, STATUS= and SIGTERM with it. The device's counters in sysfs tell a slow
  * discovery (a cold volume: each first read ~0.1 s) from a stalled one (reads held, none
  * returned): a stall is said once, as for the reads of the hydration itself.
+ * What the thread learns reaches the event loop as it goes, in this order: the blocks it is
+ * about to read (@ahead, any number of times), the layout (@mapped), HotPaths= (@done).
  */
 #pragma once
 
@@ -20,6 +22,7 @@
 
 typedef struct Discovery Discovery;
 typedef void (*discovery_done_t)(Discovery *d, void *userdata);
+typedef void (*discovery_ahead_t)(Discovery *d, const ByteRange *ranges, size_t n, void *userdata);
 
 typedef struct DiscoveryRequest {
         int fd;                 /* the device; the thread reads through a dup() of it */
@@ -31,9 +34,13 @@ typedef struct DiscoveryRequest {
         const char *key;        /* for the journal records */
         const char *devnode;    /* /dev/<name>, likewise */
         void (*stalled)(void *userdata); /* called when a stall is first seen; may be NULL */
+        /* Device byte ranges the thread reads next (FsLayoutHints), in that order; may be NULL. */
+        discovery_ahead_t ahead;
+        /* The layout is known (discovery_result()); HotPaths= follows. May be NULL. */
+        discovery_done_t mapped;
 } DiscoveryRequest;
 
-/* What the thread found, valid once @done has been called. */
+/* What the thread found: the layout once @mapped has been called, HotPaths= once @done has. */
 typedef struct DiscoveryResult {
         int mapped; /* fslayout_discover(): >= 0 mapped, < 0 not (read whole, in order) */
         FsLayout layout;
@@ -44,14 +51,17 @@ typedef struct DiscoveryResult {
 } DiscoveryResult;
 
 /*
- * discovery_start() - start mapping in a new thread; @done runs from @event's loop when it has
- * finished (never from within this call). The strings of @req are copied.
+ * discovery_start() - start mapping in a new thread; the callbacks of @req and @done run from
+ * @event's loop (never from within this call): @done when it has finished. The strings of @req
+ * are copied. The thread is named "discovery" (its walkers of HotPaths= "hotpaths"), so that the
+ * block layer's traces tell its reads from the hydration's.
  * Return: 0, or a negative errno (nothing started).
  */
 int discovery_start(Discovery **ret, sd_event *event, const DiscoveryRequest *req,
                     discovery_done_t done, void *userdata);
 
-/* discovery_result() - the result, once @done was called; NULL before. */
+/* discovery_result() - the result: its layout fields once @mapped was called (or @done), its
+ * HotPaths= fields once @done was; NULL before @mapped. */
 DiscoveryResult *discovery_result(Discovery *d);
 
 /* discovery_stalled_usec() - how long the device has held reads without returning any, while

@@ -19,6 +19,7 @@
 #include "hydrator-internal.h"
 #include "log.h"
 #include "sysfs.h"
+#include "thread-reads.h"
 
 static void stop_watching(Hydrator *h, int error) {
         log_warning_errno(error, "Cannot read %s (%m): no longer yielding to other I/O on %s",
@@ -90,6 +91,8 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (h->reader)
                 reader_poll(h->reader);
+        /* What the file-system discovery read is ours too (thread-reads.h). */
+        h->threads_read = MAX(h->threads_read, thread_reads_others());
         hydrator_publish_reads(h);
         if (h->phase != HYDRATOR_HYDRATING)
                 return 0;
@@ -214,7 +217,8 @@ int hydrator_share(Hydrator *h, const char *sysfs_root, int runtime_fd) {
 }
 
 uint64_t hydrator_bytes_read(const Hydrator *h) {
-        return h->bytes_completed + (h->reader ? reader_partial_bytes(h->reader) : 0);
+        return h->bytes_completed + (h->reader ? reader_partial_bytes(h->reader) : 0) +
+               h->threads_read;
 }
 
 void hydrator_publish_reads(Hydrator *h) {

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "activity.h"
+#include "ahead.h"
 #include "hydrator.h"
 #include "neighbours.h"
 #include "progress.h"
@@ -48,6 +49,7 @@ struct Hydrator {
         uint64_t chunks_per_request;
         PlanStage stage;  /* the stage being planned */
         uint64_t cursor;  /* next chunk of that stage to plan */
+        Ahead ahead;      /* read before the stages: what the discovery reads next */
         DepthTuner tuner; /* how many reads to keep in flight; tuner.max = reader slots */
 
         Retry *retries;
@@ -84,6 +86,7 @@ struct Hydrator {
         uint64_t saves;                         /* checkpoint saves begun */
         uint64_t saves_sampled;                 /* ... at the last activity sample */
         uint64_t save_bytes;                    /* the state file's size after the last save */
+        uint64_t threads_read; /* what our other threads (the discovery) read, at the last sample */
         uint64_t bytes_completed; /* by our reads, in all: what the disk's counters show of us */
         uint64_t checkpoint_done_bytes;
         uint64_t checkpoint_usec;
@@ -140,6 +143,7 @@ int hydrator_on_checkpoint_timer(sd_event_source *s, uint64_t usec, void *userda
 int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata);
 /* Tells the siblings what we read (completed, in flight) now. */
 void hydrator_publish_reads(Hydrator *h);
-/* Bytes our reads got from the device so far: those completed, and the parts read of those
- * not complete yet (a device that returns a read in pieces: its disk counted them). */
+/* Bytes our reads got from the device so far: those completed, the parts read of those not
+ * complete yet (a device that returns a read in pieces: its disk counted them), and what the
+ * discovery's threads read (thread-reads.h). */
 uint64_t hydrator_bytes_read(const Hydrator *h);

@@ -3,9 +3,12 @@
  * One device's hydration on an sd-event loop. The plan (plan.h) puts each chunk in a stage;
  * stages are read in order, each with a cursor over the chunk map: every chunk of the stage
  * before the cursor is done, in flight, waiting for a retry or given up, so the run is over
- * when the last stage's cursor has passed the end and nothing is outstanding. Chunks are marked
- * done only when their read completed in full; a checkpoint records only done chunks, so a crash
- * can make us read a chunk twice, never skip one.
+ * when the last stage's cursor has passed the end, nothing is outstanding and the plan is final.
+ * Before the stages come the reads asked for ahead (ahead.h: what the file-system discovery
+ * reads next). A new plan may come at any time: the chunk map keeps what is done or claimed,
+ * and the cursors start again from the first stage. Chunks are marked done only when their read
+ * completed in full; a checkpoint records only done chunks, so a crash can make us read a chunk
+ * twice, never skip one.
  * This file plans and submits the reads (within the rate limit), notices a stalled device and
  * finishes the run; failed reads, the checkpoint, Yield= and the clock have files of their own
  * (hydrator-internal.h).
@@ -72,6 +75,7 @@ Hydrator *hydrator_free(Hydrator *h) {
         free(h->stat_path);
         neighbours_free(h->neighbours);
         sibling_pub_free(h->publication);
+        ahead_done(&h->ahead);
         plan_free(h->plan);
         state_free(h->state);
         sd_event_unref(h->event);
@@ -80,17 +84,32 @@ Hydrator *hydrator_free(Hydrator *h) {
         return NULL;
 }
 
-int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot) {
+int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot,
+                        PlanStage pending) {
         Plan *p;
         int r;
 
-        if (h->phase != HYDRATOR_LOADED)
-                return -EBUSY;
         r = plan_new(&p, h->state->map, layout, hot, n_hot, h->settings.mode == HYDRATE_MODE_USED);
         if (r < 0)
                 return r;
+        plan_set_pending(p, pending);
         plan_free(h->plan);
         h->plan = p;
+        h->stage = 0;
+        h->cursor = 0;
+        if (h->phase == HYDRATOR_HYDRATING && !plan_complete(p))
+                hydrator_fill(h);
+        return 0;
+}
+
+int hydrator_read_ahead(Hydrator *h, const ByteRange *ranges, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int r = ahead_add(&h->ahead, h->state->map, ranges[i].offset, ranges[i].length);
+
+                if (r < 0)
+                        return r;
+        }
+        hydrator_fill(h);
         return 0;
 }
 
@@ -272,16 +291,21 @@ static bool next_run(Hydrator *h, uint64_t *ret_first, uint64_t *ret_count) {
         return false;
 }
 
+/* Every stage planned out, and the plan final (or nothing left of the device to read). */
 static bool planned_out(const Hydrator *h) {
-        return h->stage > h->plan->last;
+        return h->stage > h->plan->last &&
+               (plan_known(h->plan) || chunkmap_complete(h->state->map));
 }
 
 static bool plan_next_read(Hydrator *h) {
         ChunkMap *m = h->state->map;
         uint64_t first, count;
         ReadRequest req;
+        bool ahead;
 
-        if (!next_run(h, &first, &count))
+        /* What the discovery reads next comes first; it moves no stage's cursor. */
+        ahead = ahead_next(&h->ahead, m, h->chunks_per_request, &first, &count) == 0;
+        if (!ahead && !next_run(h, &first, &count))
                 return false;
         req = (ReadRequest){.offset = chunkmap_offset(m, first),
                             .length = chunkmap_range_bytes(m, first, count),
@@ -291,7 +315,8 @@ static bool plan_next_read(Hydrator *h) {
         if (reader_submit(h->reader, &req) < 0)
                 return false;
         chunkmap_set_busy(m, first, count, true);
-        h->cursor = first + count;
+        if (!ahead)
+                h->cursor = first + count;
         return true;
 }
 

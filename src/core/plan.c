@@ -93,6 +93,7 @@ int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRa
         if (!p->stage)
                 return -ENOMEM;
         p->last = skip_free ? PLAN_STAGE_USED : PLAN_STAGE_FREE;
+        p->pending = _PLAN_STAGE_MAX;
         if (!layout || layout->n_ranges == 0) {
                 memset(p->stage, PLAN_STAGE_USED, m->n_chunks);
         } else {
@@ -120,6 +121,14 @@ Plan *plan_free(Plan *p) {
         return NULL;
 }
 
+void plan_set_pending(Plan *p, PlanStage stage) {
+        p->pending = MIN(stage, _PLAN_STAGE_MAX);
+}
+
+bool plan_known(const Plan *p) {
+        return p->pending >= _PLAN_STAGE_MAX;
+}
+
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk) {
         return (PlanStage)p->stage[chunk];
 }
@@ -132,6 +141,8 @@ int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, 
               uint64_t *ret_first, uint64_t *ret_count) {
         uint64_t first = from, count = 0;
 
+        if (stage >= p->pending)
+                return -ENOENT;
         while (first < p->n_chunks && !eligible(p, m, stage, first))
                 first++;
         if (first >= p->n_chunks)
@@ -151,11 +162,21 @@ uint64_t plan_mark_done(Plan *p, ChunkMap *m, uint64_t first, uint64_t count) {
         return chunkmap_mark_done(m, first, count);
 }
 
+/* Every chunk of the device done, whatever its stage. */
+static bool all_done(const Plan *p) {
+        for (PlanStage s = 0; s < _PLAN_STAGE_MAX; s++)
+                if (p->done_bytes[s] < p->total_bytes[s])
+                        return false;
+        return true;
+}
+
 PlanStage plan_current(const Plan *p) {
+        if (all_done(p))
+                return _PLAN_STAGE_MAX;
         for (PlanStage s = 0; s <= p->last; s++)
                 if (p->done_bytes[s] < p->total_bytes[s])
-                        return s;
-        return _PLAN_STAGE_MAX;
+                        return MIN(s, p->pending);
+        return p->pending <= p->last ? p->pending : _PLAN_STAGE_MAX;
 }
 
 bool plan_complete(const Plan *p) {
@@ -167,7 +188,11 @@ void plan_get_progress(const Plan *p, PlanProgress *ret) {
                 .fs_aware = p->fs_aware,
                 .skip_free = p->last < PLAN_STAGE_FREE,
                 .current = plan_current(p),
+                .mapping = p->pending == PLAN_STAGE_METADATA,
+                .hot_pending = p->pending == PLAN_STAGE_HOT,
         };
+        if (ret->mapping)
+                return; /* a placeholder: no stage is known */
         memcpy(ret->done_bytes, p->done_bytes, sizeof(ret->done_bytes));
         memcpy(ret->total_bytes, p->total_bytes, sizeof(ret->total_bytes));
 }
@@ -176,7 +201,9 @@ void plan_get_progress(const Plan *p, PlanProgress *ret) {
 static void format_stage(char *buf, size_t size, const PlanProgress *pp, PlanStage s) {
         unsigned pm = progress_permille(pp->done_bytes[s], pp->total_bytes[s]);
 
-        if (s == PLAN_STAGE_FREE && pp->skip_free && pp->done_bytes[s] < pp->total_bytes[s])
+        if (s == PLAN_STAGE_HOT && pp->hot_pending)
+                snprintf(buf, size, "being mapped");
+        else if (s == PLAN_STAGE_FREE && pp->skip_free && pp->done_bytes[s] < pp->total_bytes[s])
                 snprintf(buf, size, "skipped (Mode=used)");
         else if (pp->done_bytes[s] >= pp->total_bytes[s])
                 snprintf(buf, size, "done");
@@ -195,7 +222,7 @@ char *plan_progress_format(char *buf, size_t size, const PlanProgress *pp) {
         for (PlanStage s = 0; s < _PLAN_STAGE_MAX && n < size; s++) {
                 char how[32];
 
-                if (pp->total_bytes[s] == 0)
+                if (pp->total_bytes[s] == 0 && !(s == PLAN_STAGE_HOT && pp->hot_pending))
                         continue;
                 format_stage(how, sizeof(how), pp, s);
                 n += (size_t)snprintf(buf + n, size - n, "%s%s %s", n > 0 ? ", " : "",

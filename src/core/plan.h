@@ -3,7 +3,9 @@
  * The order of a file-system-aware hydration: every chunk of the chunk map gets the stage of
  * the most urgent bytes it covers (file system metadata, then hot paths, then used blocks, then
  * free space), and the hydrator reads stage by stage, each in offset order. Without a layout
- * every chunk is "used": the whole device in offset order, as before.
+ * every chunk is "used": the whole device in offset order, as before. While the file systems
+ * are still being mapped, a plan is provisional from its first stage not known yet on
+ * ("pending"): nothing is read from there on, and no stage from there on is reported reached.
  */
 #pragma once
 
@@ -32,6 +34,7 @@ typedef struct Plan {
         uint64_t done_bytes[_PLAN_STAGE_MAX];
         PlanStage last; /* the last stage read: PLAN_STAGE_FREE, or PLAN_STAGE_USED (Mode=used) */
         bool fs_aware;  /* something is not "used": metadata, hot paths or free space known */
+        PlanStage pending; /* the first stage not known yet, _PLAN_STAGE_MAX when all are */
 } Plan;
 
 /* What the status line, the bus and the summary show of a plan. */
@@ -39,6 +42,8 @@ typedef struct PlanProgress {
         bool fs_aware;
         bool skip_free;    /* Mode=used */
         PlanStage current; /* the first stage not done, _PLAN_STAGE_MAX when all are */
+        bool mapping;      /* the layout is not known yet: no stage is (plan_set_pending()) */
+        bool hot_pending;  /* HotPaths= is not resolved yet */
         uint64_t done_bytes[_PLAN_STAGE_MAX];
         uint64_t total_bytes[_PLAN_STAGE_MAX];
 } PlanProgress;
@@ -48,7 +53,7 @@ typedef struct PlanProgress {
  * @layout: from fslayout_discover(), or NULL: every chunk is used.
  * @hot: byte ranges of hot files (any order, may overlap, may reach past the end), or NULL.
  * @skip_free: Mode=used: free chunks are never read, and the plan is complete without them.
- * Done bytes per stage are counted from @m's done bitmap.
+ * Done bytes per stage are counted from @m's done bitmap. Nothing is pending.
  * Return: 0 or -ENOMEM.
  */
 int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRange *hot,
@@ -56,12 +61,25 @@ int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRa
 Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free)
 
+/*
+ * plan_set_pending() - @stage is the first stage whose content is not known yet:
+ * PLAN_STAGE_METADATA while the file systems are being mapped (the plan is a placeholder),
+ * PLAN_STAGE_HOT while HotPaths= is being resolved, _PLAN_STAGE_MAX once all is known.
+ * plan_next() finds nothing in it or after it, and plan_current() goes no further than it,
+ * unless every chunk is done: a provisional plan never says a stage is done that may not be.
+ */
+void plan_set_pending(Plan *p, PlanStage stage);
+
+/* plan_known() - nothing pending: the plan is final. */
+bool plan_known(const Plan *p);
+
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk);
 
 /*
  * plan_next() - like chunkmap_next_free(), within @stage: the first chunk at or after @from
  * of @stage that is neither done nor busy, and the run of such chunks that follows it, at
- * most @max_count long. Returns 0, or -ENOENT if there is none up to the end.
+ * most @max_count long. Returns 0, or -ENOENT if there is none up to the end (always for a
+ * stage that is pending, or after one).
  */
 int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, uint64_t max_count,
               uint64_t *ret_first, uint64_t *ret_count);
@@ -69,10 +87,14 @@ int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, 
 /* plan_mark_done() - chunkmap_mark_done(), counting the newly done bytes in their stages. */
 uint64_t plan_mark_done(Plan *p, ChunkMap *m, uint64_t first, uint64_t count);
 
-/* plan_complete() - is every chunk of every stage up to p->last done? */
+/* plan_complete() - is every chunk of every stage up to p->last done, and nothing pending (or
+ * every chunk of the device done)? */
 bool plan_complete(const Plan *p);
-/* plan_current() - the first stage up to p->last that is not done, or _PLAN_STAGE_MAX. */
+/* plan_current() - the first stage up to p->last that is not done, no further than the pending
+ * one; _PLAN_STAGE_MAX when there is none. */
 PlanStage plan_current(const Plan *p);
+/* plan_get_progress() - what the reports show. A placeholder plan (metadata pending) has no
+ * stages to show: its totals are zero. */
 void plan_get_progress(const Plan *p, PlanProgress *ret);
 
 /* plan_stage_to_string() - "metadata", "hot-paths", "used", "free", "done" (_PLAN_STAGE_MAX). */
@@ -83,6 +105,7 @@ const char *plan_stage_to_human(PlanStage s);
 /*
  * plan_progress_format() - "metadata done, hot paths 63%, used 12%, free space next" into
  * @buf: every stage with bytes, the current one and those partly done in percent (rounded
- * down), a skipped free stage as "free space skipped (Mode=used)". Returns @buf.
+ * down), a skipped free stage as "free space skipped (Mode=used)", hot paths still being
+ * resolved as "hot paths being mapped". Returns @buf.
  */
 char *plan_progress_format(char *buf, size_t size, const PlanProgress *pp);

@@ -37,16 +37,20 @@ typedef struct Run {
         const char *sysfs_root;
         sd_event_source *bar_timer;
         sd_event_source *status_timer;
+        sd_event_source *phase_timer;
+        PlanProgress last_plan; /* as of the last STATUS= and record */
         bool bar;
         bool bar_drawn;
         int signal; /* the signal that stopped us, or 0 */
-        /* While the file systems are mapped (before the first read), and what it needs after: */
+        /* The file systems are mapped while the hydrator reads what the mapping needs: */
         Discovery *discovery;
         const BlockDevice *dev;
         const HydrateSettings *settings;
         const char *key;
         bool started; /* the hydrator reads */
-        int code;     /* the exit status decided before the hydrator started, or -1 */
+        bool planned; /* the layout joined the plan */
+        bool already; /* the plan found nothing left to read: said as "already hydrated" */
+        int code;     /* the exit status decided outside the hydrator, or -1 */
         /* The volume record for ebs-hydratectl wait (record.h): */
         int runtime_fd;      /* -1: none is written */
         char *runtime_dir;   /* its path, to open it again if it is replaced */
@@ -101,6 +105,7 @@ static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
+#define PHASE_WATCH_USEC (250 * USEC_PER_MSEC)
 
 /* STATUS= for systemctl status; a no-op outside systemd (no $NOTIFY_SOCKET). */
 /* Copies @s if it is a record word (printable ASCII, no space, fits), else leaves "". */
@@ -163,18 +168,38 @@ static void notify_status(Run *run) {
         char line[512];
 
         hydrator_get_status(run->hydrator, &st);
-        if (run->discovery && !run->started)
+        if (st.plan.mapping && st.phase != HYDRATOR_FAILED && st.phase != HYDRATOR_DETACHED &&
+            st.phase != HYDRATOR_UNREADABLE)
                 report_status_mapping(line, sizeof(line), &st,
-                                      discovery_stalled_usec(run->discovery));
+                                      MAX(discovery_stalled_usec(run->discovery),
+                                          st.in_flight > 0 || st.phase == HYDRATOR_HYDRATING
+                                                  ? st.stalled_usec
+                                                  : 0));
         else
                 report_status(line, sizeof(line), &st);
         (void)sd_notifyf(false, "STATUS=%s", line);
         publish_record(run, _RECORD_STATE_INVALID);
+        run->last_plan = st.plan;
 }
 
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         notify_status(userdata);
         (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
+        return 0;
+}
+
+/* A phase reached is told at once, not at the next status period: ebs-hydratectl wait follows
+ * the record. */
+static int on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Run *run = userdata;
+        HydratorStatus st;
+
+        hydrator_get_status(run->hydrator, &st);
+        if (st.plan.current != run->last_plan.current ||
+            st.plan.mapping != run->last_plan.mapping ||
+            st.plan.hot_pending != run->last_plan.hot_pending)
+                notify_status(run);
+        (void)sd_event_source_set_time(s, usec + PHASE_WATCH_USEC);
         return 0;
 }
 
@@ -197,7 +222,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void on_finished(Hydrator *h, void *userdata) {
         Run *run = userdata;
 
-        notify_status(run);
+        if (!run->already) /* already_hydrated() says it */
+                notify_status(run);
         if (run->bus)
                 hydrate_bus_refresh(run->bus);
         (void)sd_event_exit(run->event, 0);
@@ -229,6 +255,8 @@ static void log_plan(const Run *run, const char *key, const HydrateSettings *s) 
         hydrator_get_status(run->hydrator, &st);
         for (PlanStage i = 0; i < _PLAN_STAGE_MAX; i++)
                 format_bytes(b[i], sizeof(b[i]), st.plan.total_bytes[i]);
+        if (st.plan.hot_pending)
+                (void)snprintf(b[PLAN_STAGE_HOT], sizeof(b[PLAN_STAGE_HOT]), "pending");
         log_info("%s: plan: metadata %s, hot paths %s, used %s, free %s%s", key,
                  b[PLAN_STAGE_METADATA], b[PLAN_STAGE_HOT], b[PLAN_STAGE_USED], b[PLAN_STAGE_FREE],
                  !st.plan.fs_aware              ? " (whole device, in offset order)"
@@ -318,13 +346,16 @@ static int already_hydrated(Run *run) {
         return REPORT_EXIT_COMPLETE;
 }
 
-/* Ends the event loop with @code before the hydrator started. */
+/* Ends the event loop with @code, the hydrator stopped (its progress saved) if it reads. */
 static void end_early(Run *run, int code) {
         run->code = code;
+        if (run->started)
+                hydrator_stop(run->hydrator);
         (void)sd_event_exit(run->event, 0);
 }
 
-/* The "started" record, then the reads. */
+/* The "started" record, then the reads: at once, what the mapping of the file systems reads
+ * next (hydrator_read_ahead()); the plan follows the mapping. */
 static int start_reading(Run *run) {
         const HydrateSettings *settings = run->settings;
         HydratorStatus st;
@@ -354,42 +385,102 @@ static int start_reading(Run *run) {
                 return r;
         }
         run->started = true;
-        notify_status(run);
         return 0;
+}
+
+static bool has_hot_paths(const HydrateSettings *s) {
+        const char *p = strempty(s->hot_paths);
+
+        return p[strspn(p, " \t")] != '\0';
+}
+
+static bool reading(const Run *run) {
+        HydratorStatus st;
+
+        hydrator_get_status(run->hydrator, &st);
+        return run->code < 0 && !run->already && st.phase == HYDRATOR_HYDRATING;
+}
+
+/* Blocks the mapping reads next: read them now, many at once, so that it finds them warm. */
+static void on_ahead(Discovery *d, const ByteRange *ranges, size_t n, void *userdata) {
+        Run *run = userdata;
+        int r;
+
+        if (!reading(run))
+                return;
+        r = hydrator_read_ahead(run->hydrator, ranges, n);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot queue the reads the mapping needs (%m), ignoring",
+                                  run->key);
+}
+
+/* The new plan leaves nothing to read (Mode=used, a volume whose used blocks are all read): the
+ * run ends as "already hydrated", the hydrator stopped with its progress saved. */
+static void check_already(Run *run) {
+        if (!hydrator_already_complete(run->hydrator))
+                return;
+        run->already = true;
+        hydrator_stop(run->hydrator);
+}
+
+/* Plans by @res, HotPaths= included with @with_hot; ends the run if that fails. */
+static bool replan(Run *run, const DiscoveryResult *res, bool with_hot) {
+        bool hot = has_hot_paths(run->settings);
+        int r;
+
+        r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL,
+                                with_hot ? res->hot : NULL, with_hot ? res->n_hot : 0,
+                                hot && !with_hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
+        if (r < 0) {
+                log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
+                end_early(run, REPORT_EXIT_FAILED);
+                return false;
+        }
+        log_plan(run, run->key, run->settings);
+        if (!hot || with_hot)
+                check_already(run);
+        notify_status(run); /* at once: the phase changed */
+        if (run->bus)
+                hydrate_bus_refresh(run->bus);
+        return true;
 }
 
 /*
  * The file systems are mapped (or found unmappable: then the device is read whole, in offset
- * order, as it always was; only running out of memory is an error): plan by them, and read.
+ * order, as it always was; only running out of memory is an error): the plan takes them. With
+ * HotPaths=, the metadata is read while they are found, and the stages after wait for them.
  */
-static void on_discovered(Discovery *d, void *userdata) {
+static void on_mapped(Discovery *d, void *userdata) {
         Run *run = userdata;
         DiscoveryResult *res = discovery_result(d);
-        int r;
 
+        if (run->planned || !reading(run))
+                return;
+        run->planned = true;
         if (res->mapped < 0)
                 log_warning("%s: cannot map the file systems of %s (%s); reading the whole "
                             "device, in offset order",
                             run->key, run->devnode, res->error ?: strerror(-res->mapped));
         for (size_t i = 0; res->mapped >= 0 && i < res->layout.n_notes; i++)
                 log_info("%s: %s", run->devnode, res->layout.notes[i]);
+        (void)replan(run, res, false);
+}
+
+/* HotPaths= resolved too: the hot paths join the plan, after the metadata. */
+static void on_discovered(Discovery *d, void *userdata) {
+        Run *run = userdata;
+        DiscoveryResult *res = discovery_result(d);
+
+        on_mapped(d, userdata); /* if its message was lost to a lack of memory */
+        if (!reading(run))
+                return;
         if (res->hot_error < 0) {
                 log_error_errno(res->hot_error, "Failed to resolve HotPaths=: %m");
                 end_early(run, REPORT_EXIT_FAILED);
                 return;
         }
-        r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL, res->hot,
-                                res->n_hot);
-        if (r < 0) {
-                log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
-                end_early(run, REPORT_EXIT_FAILED);
-                return;
-        }
-        log_plan(run, run->key, run->settings);
-        if (hydrator_already_complete(run->hydrator))
-                end_early(run, already_hydrated(run));
-        else if (start_reading(run) < 0)
-                end_early(run, REPORT_EXIT_FAILED);
+        if (has_hot_paths(run->settings))
+                (void)replan(run, res, true);
 }
 
 static void on_discovery_stalled(void *userdata) {
@@ -406,6 +497,8 @@ static int start_discovery(Run *run) {
                 .key = run->key,
                 .devnode = run->devnode,
                 .stalled = on_discovery_stalled,
+                .ahead = on_ahead,
+                .mapped = on_mapped,
         };
         struct stat st;
         int r;
@@ -449,6 +542,11 @@ static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
                                        STATUS_INTERVAL_USEC, 0, on_status_timer, run);
         if (r >= 0)
                 r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
+        if (r >= 0)
+                r = sd_event_add_time_relative(run->event, &run->phase_timer, CLOCK_MONOTONIC,
+                                               PHASE_WATCH_USEC, 0, on_phase_timer, run);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(run->phase_timer, SD_EVENT_ON);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up status reporting: %m");
         return 0;
@@ -498,13 +596,21 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                                        run->state_dir, key, dev->path);
         if (set_up_reporting(run, a, id) < 0)
                 return REPORT_EXIT_FAILED;
+        /* Until the file systems are mapped, the plan is a placeholder: it reads only what the
+         * mapping asks for ahead, and reports no phase done. */
+        r = hydrator_set_layout(run->hydrator, NULL, NULL, 0, PLAN_STAGE_METADATA);
+        if (r < 0)
+                return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
         /* Before READY=1: once "systemctl start" returns, waiters see this run, not the last. */
         publish_record(run, _RECORD_STATE_INVALID);
         /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a
-         * cold volume takes its time over it (or a broken one forever): the event loop runs
-         * meanwhile, for STATUS=, the watchdog, the bus and signals. */
+         * cold volume takes its time over it (or a broken one forever): it runs in a thread of
+         * its own, and the event loop, for the reads, STATUS=, the watchdog, the bus and
+         * signals, goes on meanwhile. */
         (void)sd_notify(false, "READY=1");
         if (start_discovery(run) < 0)
+                return REPORT_EXIT_FAILED;
+        if (start_reading(run) < 0)
                 return REPORT_EXIT_FAILED;
         notify_status(run);
         r = sd_event_loop(run->event);
@@ -520,7 +626,9 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                         publish_record(run, RECORD_FAILED);
                 return run->code;
         }
-        if (!run->started) { /* stopped while mapping the file systems */
+        if (run->already)
+                return already_hydrated(run);
+        if (!run->started) { /* stopped before the hydrator could start */
                 publish_record(run, RECORD_STOPPED);
                 (void)sd_notifyf(false,
                                  "STATUS=%s: stopped while mapping the file systems, "
@@ -550,6 +658,10 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 log_warning("%s: progress saved; %s still holds %u read%s, and the kernel lets "
                             "this process exit only when they return",
                             key, run->devnode, st.in_flight, st.in_flight == 1 ? "" : "s");
+        else if (stalled > 0)
+                log_warning("%s: %s holds the reads of the file-system discovery, and the kernel "
+                            "lets this process exit only when they return",
+                            key, run->devnode);
         print_summary(run);
         return report_exit_status(&st);
 }
@@ -571,6 +683,7 @@ static void run_done(Run *run) {
         hydrator_free(run->hydrator); /* waits for reads in flight; the state is already saved */
         sd_event_source_disable_unref(run->bar_timer);
         sd_event_source_disable_unref(run->status_timer);
+        sd_event_source_disable_unref(run->phase_timer);
         sd_event_unref(run->event);
         free(run->state_dir);
         free(run->runtime_dir);

@@ -202,14 +202,23 @@ char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
         unsigned pm = progress_permille(st->done_bytes, st->size);
 
         format_bytes(total, sizeof(total), st->size);
-        if (stalled_usec > 0)
+        if (st->phase == HYDRATOR_STOPPED && st->run_bytes == 0)
+                snprintf(buf, size, "%s: stopped while mapping the file systems, nothing read%s",
+                         st->key, stalled_usec > 0 ? "; waiting for the stalled device" : "");
+        else if (st->phase == HYDRATOR_STOPPED)
+                snprintf(buf, size,
+                         "%s: stopped at %u.%u%% hydrated (of %s) while mapping the file systems; "
+                         "progress saved%s",
+                         st->key, pm / 10, pm % 10, total,
+                         stalled_usec > 0 ? "; waiting for the stalled device" : "");
+        else if (stalled_usec > 0)
                 snprintf(buf, size,
                          "%s: %u.%u%% hydrated (of %s), mapping the file systems; device stalled, "
                          "no read completed for %" PRIu64 " s",
                          st->key, pm / 10, pm % 10, total, stalled_usec / USEC_PER_SEC);
         else
-                snprintf(buf, size, "%s: %u.%u%% hydrated (of %s), mapping the file systems",
-                         st->key, pm / 10, pm % 10, total);
+                snprintf(buf, size, "%s: %s%u.%u%% hydrated (of %s), mapping the file systems",
+                         st->key, st->paused ? "paused at " : "", pm / 10, pm % 10, total);
         return buf;
 }
 
@@ -253,6 +262,9 @@ char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
 
                 n += (size_t)snprintf(buf + n, size - n, ", %u.%u%% hydrated", pm / 10, pm % 10);
         }
+        n = MIN(n, size - 1);
+        if (st->plan.mapping && st->phase != HYDRATOR_COMPLETE)
+                n += (size_t)snprintf(buf + n, size - n, ", while mapping the file systems");
         n = MIN(n, size - 1);
         if (st->n_bad > 0) {
                 n += (size_t)snprintf(buf + n, size - n, "; %zu unreadable range%s (bytes)",

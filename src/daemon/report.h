@@ -28,8 +28,12 @@ enum {
  */
 char *report_status(char *buf, size_t size, const HydratorStatus *st);
 
-/* report_status_mapping() - STATUS= while the file systems are mapped, before the first read;
- * @stalled_usec > 0 says the device holds the mapping's reads. */
+/*
+ * report_status_mapping() - STATUS= while the file systems are mapped (the plan a placeholder,
+ * st->plan.mapping), reading only what the mapping reads next: "...: 0.4% hydrated (of 1.0 TiB),
+ * mapping the file systems", paused, or stopped there; @stalled_usec > 0 says the device holds
+ * the reads (the mapping's or ours).
+ */
 char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
                             uint64_t stalled_usec);
 

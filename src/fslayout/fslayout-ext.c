@@ -2,8 +2,9 @@
 /*
  * The layout of an ext2/3/4 file system that is not mounted, read through libext2fs: where its
  * static metadata lies, found with libext2fs' own location functions (so flex_bg, meta_bg and
- * sparse_super2 placements come out right), and which blocks the block bitmap calls free.
- * Opened read-only, without EXT2_FLAG_RW: nothing here can write to the device.
+ * sparse_super2 placements come out right), which blocks of the inode tables hold inodes in
+ * use, and which blocks the block bitmap calls free. Opened read-only, without EXT2_FLAG_RW:
+ * nothing here can write to the device.
  */
 #include <errno.h>
 #include <et/com_err.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fslayout-readio.h"
 #include "fslayout-scan.h"
 #include "util.h"
 
@@ -22,6 +24,8 @@ typedef struct ExtScan {
         uint64_t offset; /* of the file system on the device, bytes */
         uint64_t size;   /* of its region, bytes */
         FsRangeList *out;
+        const FsLayoutHints *hints;
+        void *bitmap; /* one block, for an inode bitmap */
 } ExtScan;
 
 /* Blocks [first, first + count) of the file system, cut off at the end of its region. */
@@ -56,6 +60,71 @@ static int add_super_and_descriptors(ExtScan *s, dgrp_t group) {
         return r;
 }
 
+/* Inodes of @group in use by the count in its descriptor; more than the group has (a corrupt
+ * count) is all of them. */
+static uint32_t inodes_in_use(ext2_filsys fs, dgrp_t group) {
+        uint32_t ipg = fs->super->s_inodes_per_group, free = ext2fs_bg_free_inodes_count(fs, group);
+
+        if (ext2fs_bg_flags_test(fs, group, EXT2_BG_INODE_UNINIT))
+                return 0;
+        return free <= ipg ? ipg - free : ipg;
+}
+
+/* Whether only the inode bitmap can say which blocks of the group's table hold inodes in use:
+ * some are, not all, and the descriptors keep no count of the unused tail. */
+static bool needs_inode_bitmap(ext2_filsys fs, dgrp_t group) {
+        uint32_t used = inodes_in_use(fs, group);
+
+        return !ext2fs_has_group_desc_csum(fs) && used > 0 && used < fs->super->s_inodes_per_group;
+}
+
+/* The blocks of the inode table whose inodes the bitmap in s->bitmap marks, any of them. */
+static int add_marked_table_blocks(ExtScan *s, blk64_t table) {
+        ext2_filsys fs = s->fs;
+        uint32_t per_block = fs->blocksize / EXT2_INODE_SIZE(fs->super);
+        uint32_t ipg = fs->super->s_inodes_per_group;
+        const uint8_t *bits = s->bitmap;
+        int r = 0;
+
+        for (uint32_t b = 0; r >= 0 && b < fs->inode_blocks_per_group; b++) {
+                bool used = false;
+
+                for (uint32_t i = b * per_block; !used && i < (b + 1) * per_block && i < ipg; i++)
+                        used = bits[i / 8] & (1u << (i % 8));
+                if (used)
+                        r = add_blocks(s, table + b, 1, FS_RANGE_METADATA);
+        }
+        return r;
+}
+
+/*
+ * The blocks of @group's inode table that hold an inode in use. The kernel reads no other: a
+ * lookup never names a free inode, and ext4's __ext4_get_inode_loc() does not read a block whose
+ * other inodes the bitmap calls free when it allocates one there. The rest of the table is in
+ * use by the block bitmap, so it is read with the used blocks (an inode table of 16 GiB on a
+ * 1 TiB file system at the default inode ratio, nearly all of it never read before it is
+ * written). A bitmap that cannot be read counts the whole table.
+ */
+static int add_inode_table(ExtScan *s, dgrp_t group) {
+        ext2_filsys fs = s->fs;
+        blk64_t table = ext2fs_inode_table_loc(fs, group);
+        uint32_t per_block = fs->blocksize / EXT2_INODE_SIZE(fs->super);
+        uint32_t ipg = fs->super->s_inodes_per_group, used = inodes_in_use(fs, group);
+
+        if (used == 0)
+                return 0;
+        if (ext2fs_has_group_desc_csum(fs)) {
+                uint32_t unused = MIN((uint32_t)ext2fs_bg_itable_unused(fs, group), ipg);
+
+                return add_blocks(s, table, DIV_ROUND_UP(MAX(ipg - unused, used), per_block),
+                                  FS_RANGE_METADATA);
+        }
+        if (used == ipg ||
+            io_channel_read_blk64(fs->io, ext2fs_inode_bitmap_loc(fs, group), 1, s->bitmap) != 0)
+                return add_blocks(s, table, fs->inode_blocks_per_group, FS_RANGE_METADATA);
+        return add_marked_table_blocks(s, table);
+}
+
 static int add_group_metadata(ExtScan *s, dgrp_t group) {
         ext2_filsys fs = s->fs;
         int r;
@@ -66,9 +135,50 @@ static int add_group_metadata(ExtScan *s, dgrp_t group) {
         if (r >= 0)
                 r = add_blocks(s, ext2fs_inode_bitmap_loc(fs, group), 1, FS_RANGE_METADATA);
         if (r >= 0)
-                r = add_blocks(s, ext2fs_inode_table_loc(fs, group), fs->inode_blocks_per_group,
-                               FS_RANGE_METADATA);
+                r = add_inode_table(s, group);
         return r;
+}
+
+/* Block [@block, @block + @count) of the file system, in bytes of the device, to @l. */
+static int hint_blocks(ExtScan *s, FsRangeList *l, blk64_t block, blk64_t count) {
+        uint64_t bs = s->fs->blocksize;
+
+        if (block == 0 || block >= s->size / bs)
+                return 0;
+        return fs_range_list_add(l, s->offset + block * bs, MIN(count, s->size / bs - block) * bs,
+                                 FS_RANGE_METADATA);
+}
+
+/*
+ * What is read next, one block at a time, in that order: the inode bitmaps add_inode_table()
+ * needs, the journal inode's table block, every block bitmap (here, or by the kernel for
+ * GETFSMAP). A reader told of them fetches the lot at queue depth meanwhile.
+ */
+static void hint_bitmaps(ExtScan *s) {
+        _cleanup_(fs_range_list_done) FsRangeList l = {};
+        ext2_filsys fs = s->fs;
+        uint32_t journal = fs->super->s_journal_inum;
+        int r = 0;
+
+        if (!s->hints || !s->hints->ahead)
+                return;
+        for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
+                if (needs_inode_bitmap(fs, g))
+                        r = hint_blocks(s, &l, ext2fs_inode_bitmap_loc(fs, g), 1);
+        if (r >= 0 && journal > 0 && journal <= fs->super->s_inodes_count) {
+                dgrp_t g = (journal - 1) / fs->super->s_inodes_per_group;
+                uint32_t index = (journal - 1) % fs->super->s_inodes_per_group;
+
+                r = hint_blocks(s, &l,
+                                ext2fs_inode_table_loc(fs, g) +
+                                        index / (fs->blocksize / EXT2_INODE_SIZE(fs->super)),
+                                1);
+        }
+        for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
+                if (!ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
+                        r = hint_blocks(s, &l, ext2fs_block_bitmap_loc(fs, g), 1);
+        if (r >= 0)
+                fs_hint_ahead(s->hints, &l);
 }
 
 /* The journal's blocks, gathered into runs as ext2fs_block_iterate3() hands them over one by one
@@ -195,14 +305,14 @@ static int set_detail(char **ret_detail, int result, const char *detail) {
 static errcode_t open_read_only(const char *path, uint64_t offset, ext2_filsys *ret) {
         char options[64];
 
-        /* unix_io's "offset" option: a byte offset added to every read (e2fsprogs >= 1.42). */
+        /* The "offset" option, as unix_io's: a byte offset added to every read. */
         (void)snprintf(options, sizeof(options), "offset=%" PRIu64, offset);
-        return ext2fs_open2(path, options, EXT2_FLAG_64BITS, 0, 0, unix_io_manager, ret);
+        return ext2fs_open2(path, options, EXT2_FLAG_64BITS, 0, 0, fslayout_read_io_manager, ret);
 }
 
 int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool metadata_only,
-                      FsRangeList *out, char **ret_detail) {
-        ExtScan s = {.offset = offset, .size = size, .out = out};
+                      const FsLayoutHints *hints, FsRangeList *out, char **ret_detail) {
+        ExtScan s = {.offset = offset, .size = size, .out = out, .hints = hints};
         const char *why;
         errcode_t e;
         int r;
@@ -211,6 +321,12 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
         e = open_read_only(path, offset, &s.fs);
         if (e != 0)
                 return fail(ret_detail, FS_SCAN_FAILED, "cannot open", e);
+        s.bitmap = malloc(s.fs->blocksize);
+        if (!s.bitmap) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        hint_bitmaps(&s);
         r = add_metadata(&s);
         if (r < 0 || metadata_only) {
                 r = r < 0 ? r : FS_SCAN_METADATA_ONLY;
@@ -230,6 +346,7 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
         if (r >= 0)
                 r = FS_SCAN_MAPPED;
 finish:
+        free(s.bitmap);
         (void)ext2fs_close_free(&s.fs);
         return r;
 }

@@ -19,6 +19,9 @@
 #include "util.h"
 
 #define FSMAP_BATCH 1024u
+/* The inode owner (XFS's inode chunks, ext4's inode tables): the kernel's XFS_FMR_OWN_INODES and
+ * EXT4_FMR_OWN_INODES, not in the UAPI header. */
+#define FSMAP_OWN_INODES FMR_OWNER('X', 5)
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape_octal(char *s) {
@@ -102,11 +105,13 @@ static uint32_t kernel_encode_dev(dev_t dev) {
         return (min & 0xffu) | (maj << 8) | ((min & ~0xffu) << 12);
 }
 
-static FsRangeKind record_kind(const struct fsmap *rec) {
+static FsRangeKind record_kind(const struct fsmap *rec, bool inodes_used) {
         if (rec->fmr_flags & FMR_OF_SPECIAL_OWNER) {
                 if (rec->fmr_owner == FMR_OWN_FREE)
                         return FS_RANGE_FREE;
                 if (rec->fmr_owner == FMR_OWN_UNKNOWN) /* ext4: in use, owner not tracked */
+                        return FS_RANGE_USED;
+                if (rec->fmr_owner == FSMAP_OWN_INODES && inodes_used)
                         return FS_RANGE_USED;
                 return FS_RANGE_METADATA; /* FS, LOG, AG, INOBT, INODES, REFC, COW, ext4's own */
         }
@@ -121,6 +126,7 @@ typedef struct FsmapScan {
         uint64_t offset;      /* of the file system on the whole device */
         uint64_t size;        /* of its region */
         uint64_t other_bytes; /* reported for other devices, ignored */
+        bool inodes_used;     /* the inode owner's records are USED */
         FsRangeList *out;
 } FsmapScan;
 
@@ -137,7 +143,7 @@ static int add_record(FsmapScan *s, const struct fsmap *rec) {
                 return 0;
         return fs_range_list_add(s->out, s->offset + rec->fmr_physical,
                                  MIN(rec->fmr_length, s->size - rec->fmr_physical),
-                                 record_kind(rec));
+                                 record_kind(rec, s->inodes_used));
 }
 
 /* Asks for everything: the low key starts at zero, the high key is all ones. */
@@ -192,10 +198,10 @@ static int remark_other_devices(const FsmapScan *s, char **ret_detail) {
         return *ret_detail ? FS_SCAN_MAPPED : -ENOMEM;
 }
 
-int fslayout_scan_fsmap(int mount_fd, dev_t dev, uint64_t offset, uint64_t size, FsRangeList *out,
-                        char **ret_detail) {
+int fslayout_scan_fsmap(int mount_fd, dev_t dev, uint64_t offset, uint64_t size, bool inodes_used,
+                        FsRangeList *out, char **ret_detail) {
         _cleanup_free_ struct fsmap_head *head = fsmap_head_new();
-        FsmapScan s = {.offset = offset, .size = size, .out = out};
+        FsmapScan s = {.offset = offset, .size = size, .inodes_used = inodes_used, .out = out};
         size_t n_before = out->n;
         uint64_t last_length = n_before > 0 ? out->ranges[n_before - 1].length : 0;
         int r = 0;

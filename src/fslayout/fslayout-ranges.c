@@ -31,6 +31,30 @@ int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeK
         return 0;
 }
 
+int fs_range_list_append(FsRangeList *to, const FsRangeList *from) {
+        for (size_t i = 0; i < from->n; i++) {
+                const FsRange *r = &from->ranges[i];
+                int e = fs_range_list_add(to, r->offset, r->length, r->kind);
+
+                if (e < 0)
+                        return e;
+        }
+        return 0;
+}
+
+void fs_hint_ahead(const FsLayoutHints *hints, const FsRangeList *l) {
+        _cleanup_free_ ByteRange *v = NULL;
+
+        if (!hints || !hints->ahead || l->n == 0)
+                return;
+        v = malloc(l->n * sizeof(ByteRange));
+        if (!v)
+                return;
+        for (size_t i = 0; i < l->n; i++)
+                v[i] = (ByteRange){l->ranges[i].offset, l->ranges[i].length};
+        hints->ahead(v, l->n, hints->userdata);
+}
+
 void fs_range_list_done(FsRangeList *l) {
         free(l->ranges);
         *l = (FsRangeList){};

@@ -130,6 +130,7 @@ typedef struct XfsScan {
         uint64_t size;   /* of its region, bytes */
         XfsGeometry g;
         FsRangeList *out;
+        const FsLayoutHints *hints;
         uint8_t *block;         /* one file system block */
         uint8_t *sector;        /* one sector, for the AG headers */
         uint32_t agno;          /* the AG being read */
@@ -444,6 +445,38 @@ static int take_btree_block(XfsScan *s, const BtreeType *type, uint32_t agbno, u
         return r;
 }
 
+/* Tells the hints the blocks of a btree level (sorted) before they are read one by one. A single
+ * block is not worth it: a root usually shares the AG headers' snapshot block. */
+static void hint_level(XfsScan *s, const BlockList *level) {
+        _cleanup_(fs_range_list_done) FsRangeList l = {};
+        int r = 0;
+
+        if (!s->hints || level->n < 2)
+                return;
+        for (size_t i = 0; r >= 0 && i < level->n; i++)
+                if (agbno_valid(s, level->v[i]))
+                        r = fs_range_list_add(&l,
+                                              s->offset + ((ag_start(s, s->agno) + level->v[i])
+                                                           << s->g.block_log),
+                                              s->g.block_size, FS_RANGE_METADATA);
+        if (r >= 0)
+                fs_hint_ahead(s->hints, &l);
+}
+
+/* Every AG's header sectors, which scan_ag() reads first, AG after AG. */
+static void hint_ag_headers(XfsScan *s) {
+        _cleanup_(fs_range_list_done) FsRangeList l = {};
+        int r = 0;
+
+        if (!s->hints)
+                return;
+        for (uint32_t agno = 0; r >= 0 && agno < s->g.ag_count; agno++)
+                r = fs_range_list_add(&l, s->offset + (ag_start(s, agno) << s->g.block_log),
+                                      AG_HEADER_SECTORS * s->g.sector_size, FS_RANGE_METADATA);
+        if (r >= 0)
+                fs_hint_ahead(s->hints, &l);
+}
+
 /* Level by level from the root, as the levels are numbered: each block must carry the level
  * its parent's level implies, so that no walk can come back to a block it has been through. */
 static int walk_btree(XfsScan *s, const BtreeType *type, uint32_t root, uint32_t levels) {
@@ -461,6 +494,7 @@ static int walk_btree(XfsScan *s, const BtreeType *type, uint32_t root, uint32_t
                 BlockList swap;
 
                 block_list_sort_unique(&level);
+                hint_level(s, &level);
                 for (size_t i = 0; r >= 0 && i < level.n; i++) {
                         if (!read_btree_block(s, type, level.v[i], l)) {
                                 s->skipped++;
@@ -620,6 +654,7 @@ static int scan(XfsScan *s, char **ret_detail) {
         s->sector = malloc(s->g.sector_size);
         if (!s->block || !s->sector)
                 return -ENOMEM;
+        hint_ag_headers(s);
         r = add_log(s);
         for (uint32_t agno = 0; r >= 0 && agno < s->g.ag_count; agno++)
                 r = scan_ag(s, agno);
@@ -642,9 +677,9 @@ static int scan(XfsScan *s, char **ret_detail) {
         return FS_SCAN_METADATA_ONLY;
 }
 
-int fslayout_scan_xfs(const char *path, uint64_t offset, uint64_t size, FsRangeList *out,
-                      char **ret_detail) {
-        XfsScan s = {.offset = offset, .size = size, .out = out};
+int fslayout_scan_xfs(const char *path, uint64_t offset, uint64_t size, const FsLayoutHints *hints,
+                      FsRangeList *out, char **ret_detail) {
+        XfsScan s = {.offset = offset, .size = size, .out = out, .hints = hints};
         int r;
 
         *ret_detail = NULL;

@@ -27,7 +27,9 @@
 #include "unaligned.h"
 #include "util.h"
 
-#define SECTOR 512u            /* libblkid's unit for partition start and size */
+#define SECTOR 512u /* libblkid's unit for partition start and size */
+#define PROBE_SPAN \
+        (UINT64_C(1) << 20)    /* libblkid's probes: so far into a region, from either end */
 #define GPT_ENTRIES_MAX 65536u /* more entries than any real table has */
 #define GPT_ENTRY_SIZE_MAX 4096u
 
@@ -46,6 +48,7 @@ typedef struct Region {
 } Region;
 
 typedef struct Discovery {
+        const FsLayoutHints *hints;
         int fd;        /* our own descriptor of the device, without O_DIRECT */
         char path[64]; /* /proc/self/fd/<fd>, for libext2fs, which opens by name */
         struct stat st;
@@ -326,6 +329,17 @@ static int probe_partitions(Discovery *d, char **error) {
         return 0;
 }
 
+/* libblkid reads near both ends of what it probes: partition tables and most superblocks at
+ * the start, backup GPT, RAID and ZFS labels at the end. */
+static void hint_probe(const Discovery *d, uint64_t offset, uint64_t size) {
+        _cleanup_(fs_range_list_done) FsRangeList l = {};
+
+        if (fs_range_list_add(&l, offset, MIN(size, PROBE_SPAN), FS_RANGE_USED) >= 0 &&
+            (size <= PROBE_SPAN ||
+             fs_range_list_add(&l, offset + size - PROBE_SPAN, PROBE_SPAN, FS_RANGE_USED) >= 0))
+                fs_hint_ahead(d->hints, &l);
+}
+
 /* libblkid's TYPE of the region's content, or a detail that says why there is none. */
 static int probe_content(Discovery *d, Region *region) {
         _cleanup_(blkid_free_probep) blkid_probe pr = blkid_new_probe();
@@ -334,6 +348,8 @@ static int probe_content(Discovery *d, Region *region) {
 
         if (!pr)
                 return -ENOMEM;
+        if (region->partno > 0)
+                hint_probe(d, region->offset, region->size);
         if (blkid_probe_set_device(pr, d->fd, (blkid_loff_t)region->offset,
                                    (blkid_loff_t)region->size) < 0)
                 return set_string(&region->detail, "content not probed (libblkid failed)");
@@ -354,44 +370,74 @@ static bool is_ext(const char *fstype) {
                streq_ptr(fstype, "ext4") || streq_ptr(fstype, "ext4dev");
 }
 
-/* Mounted: GETFSMAP. Returns 1 if that mapped the region, 0 to go on (state set), or -ENOMEM. */
-static int try_mounted(Discovery *d, Region *region) {
-        _cleanup_free_ char *mount_point = NULL, *failure = NULL;
-        _cleanup_close_ int mount_fd = -1;
+/* Where the region's file system is mounted: a descriptor of its mount point in *@ret_fd, or
+ * -1 and the region's state says why not. 0 or -ENOMEM. */
+static int find_mount(Discovery *d, Region *region, char **ret_path, int *ret_fd) {
         int r;
 
+        *ret_fd = -1;
         if (region->dev == 0)
                 return set_string(&region->state,
                                   S_ISREG(d->st.st_mode) ? "image file" : "mount state unknown");
-        r = fslayout_find_mount(region->dev, &mount_point, &mount_fd);
+        r = fslayout_find_mount(region->dev, ret_path, ret_fd);
         if (r == -ENOENT)
                 return set_string(&region->state, "unmounted");
         if (r == -EXDEV)
                 return set_stringf(&region->state, "mounted on %s, hidden from here",
-                                   strempty(mount_point));
+                                   strempty(*ret_path));
         if (r < 0) {
                 errno = -r;
                 return set_stringf(&region->state, "mounted on %s, not accessible: %m",
-                                   strempty(mount_point));
+                                   strempty(*ret_path));
         }
-        r = fslayout_scan_fsmap(mount_fd, region->dev, region->offset, region->size, &d->list,
-                                &failure);
+        return 0;
+}
+
+/*
+ * A mounted ext4 or XFS: GETFSMAP, and what it does not tell, read from the device first. A
+ * mounted ext4's GETFSMAP reports its journal as in use by nobody in particular, and its inode
+ * tables whole; XFS's AG headers, btrees, inode chunks and log come as in use by an unknown
+ * owner without the reverse-mapping btree (mkfs.xfs's default). Where they lie changes little
+ * while mounted, and what is on disk may lag behind by the blocks the file system gained or gave
+ * up since: good enough for an order of reading, and free space is never taken from it. Read
+ * first, so that the bitmaps and btree blocks the kernel reads for GETFSMAP were fetched ahead
+ * (hints). Returns 1 if GETFSMAP mapped the region, 0 to go on as if unmounted (state set), or
+ * -ENOMEM.
+ */
+static int scan_mounted(Discovery *d, Region *region, bool xfs, int mount_fd,
+                        const char *mount_point) {
+        _cleanup_(fs_range_list_done) FsRangeList own = {};
+        _cleanup_free_ char *failure = NULL, *ignored = NULL;
+        int r, own_r;
+
+        own_r = xfs ? fslayout_scan_xfs(d->path, region->offset, region->size, d->hints, &own,
+                                        &ignored)
+                    : fslayout_scan_ext(d->path, region->offset, region->size, true, d->hints, &own,
+                                        &ignored);
+        if (own_r < 0)
+                return own_r;
+        r = fslayout_scan_fsmap(mount_fd, region->dev, region->offset, region->size,
+                                !xfs && own_r == FS_SCAN_METADATA_ONLY, &d->list, &failure);
         if (r < 0)
                 return r;
-        if (r == FS_SCAN_MAPPED) {
-                region->method = "GETFSMAP";
-                region->result = FS_SCAN_MAPPED;
-                region->detail = TAKE_PTR(failure);
+        if (r != FS_SCAN_MAPPED)
+                return set_stringf(&region->state, "mounted on %s, %s", mount_point,
+                                   strempty(failure));
+        region->method = own_r != FS_SCAN_METADATA_ONLY ? "GETFSMAP"
+                         : xfs ? "GETFSMAP, own reading for the AG metadata"
+                               : "GETFSMAP, libext2fs for the journal and inode tables";
+        region->result = FS_SCAN_MAPPED;
+        region->detail = TAKE_PTR(failure);
+        r = fs_range_list_append(&d->list, &own);
+        if (r >= 0)
                 r = set_stringf(&region->state, "mounted on %s", mount_point);
-                return r < 0 ? r : 1;
-        }
-        return set_stringf(&region->state, "mounted on %s, %s", mount_point, strempty(failure));
+        return r < 0 ? r : 1;
 }
 
 static int scan_ext(Discovery *d, Region *region) {
         int r;
 
-        r = fslayout_scan_ext(d->path, region->offset, region->size, false, &d->list,
+        r = fslayout_scan_ext(d->path, region->offset, region->size, false, d->hints, &d->list,
                               &region->detail);
         if (r < 0)
                 return r;
@@ -401,44 +447,13 @@ static int scan_ext(Discovery *d, Region *region) {
         return 0;
 }
 
-/* A mounted ext4's GETFSMAP reports its journal as in use by nobody in particular. Where the
- * journal and the rest of the static metadata lie does not change while mounted: libext2fs can
- * read that from the device. If it cannot, GETFSMAP's answer stands. */
-static int add_ext_metadata(Discovery *d, Region *region) {
-        _cleanup_free_ char *ignored = NULL;
-        int r;
-
-        r = fslayout_scan_ext(d->path, region->offset, region->size, true, &d->list, &ignored);
-        if (r < 0)
-                return r;
-        if (r == FS_SCAN_METADATA_ONLY)
-                region->method = "GETFSMAP, libext2fs for the journal";
-        return 0;
-}
-
-/* XFS's AG headers, btrees, inode chunks and log, read from the device. Without the
- * reverse-mapping btree (mkfs.xfs's default), a mounted XFS reports them to GETFSMAP as in use
- * by an unknown owner. What is on disk may lag behind a mounted file system by the blocks its
- * btrees gained or gave up since: good enough for an order of reading, and free space is never
- * taken from it. If it cannot be read, GETFSMAP's answer stands. */
-static int add_xfs_metadata(Discovery *d, Region *region) {
-        _cleanup_free_ char *ignored = NULL;
-        int r;
-
-        r = fslayout_scan_xfs(d->path, region->offset, region->size, &d->list, &ignored);
-        if (r < 0)
-                return r;
-        if (r == FS_SCAN_METADATA_ONLY)
-                region->method = "GETFSMAP, own reading for the AG metadata";
-        return 0;
-}
-
 /* An XFS that GETFSMAP could not map (not mounted, or out of reach): its metadata, read from the
  * device; the rest stays used. */
 static int scan_xfs(Discovery *d, Region *region) {
         int r;
 
-        r = fslayout_scan_xfs(d->path, region->offset, region->size, &d->list, &region->detail);
+        r = fslayout_scan_xfs(d->path, region->offset, region->size, d->hints, &d->list,
+                              &region->detail);
         if (r < 0)
                 return r;
         region->result = r;
@@ -448,6 +463,8 @@ static int scan_xfs(Discovery *d, Region *region) {
 }
 
 static int scan_region(Discovery *d, Region *region) {
+        _cleanup_free_ char *mount_point = NULL;
+        _cleanup_close_ int mount_fd = -1;
         bool xfs;
         int r;
 
@@ -459,11 +476,14 @@ static int scan_region(Discovery *d, Region *region) {
         xfs = streq_ptr(region->fstype, "xfs");
         if (!xfs && !is_ext(region->fstype))
                 return set_string(&region->detail, "free space unknown");
-        r = try_mounted(d, region);
+        r = find_mount(d, region, &mount_point, &mount_fd);
         if (r < 0)
                 return r;
-        if (r > 0)
-                return xfs ? add_xfs_metadata(d, region) : add_ext_metadata(d, region);
+        if (mount_fd >= 0) {
+                r = scan_mounted(d, region, xfs, mount_fd, mount_point);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
         return xfs ? scan_xfs(d, region) : scan_ext(d, region);
 }
 
@@ -597,9 +617,10 @@ static int add_notes(Discovery *d, const FsLayout *l) {
         return r;
 }
 
-int fslayout_discover(int fd, uint64_t device_size, FsLayout *ret, char **ret_error) {
+int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
+                      char **ret_error) {
         _cleanup_free_ char *error = NULL;
-        Discovery d = {.fd = -1, .size = device_size};
+        Discovery d = {.hints = hints, .fd = -1, .size = device_size};
         FsLayout l = {};
         int r = 0;
 
@@ -607,6 +628,8 @@ int fslayout_discover(int fd, uint64_t device_size, FsLayout *ret, char **ret_er
                 r = -EINVAL;
                 (void)set_string(&error, "The device is empty");
         }
+        if (r >= 0)
+                hint_probe(&d, 0, device_size);
         if (r >= 0)
                 r = discovery_open(&d, fd, &error);
         if (r >= 0)

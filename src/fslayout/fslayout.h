@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "state.h"
+
 /* In order of priority: where two sources disagree about a byte, the lower value wins. */
 typedef enum FsRangeKind {
         FS_RANGE_METADATA,
@@ -33,16 +35,35 @@ typedef struct FsLayout {
 } FsLayout;
 
 /*
+ * What a discovery knows before it is done. @ahead, if set, is called (from the thread that
+ * discovers) with the byte ranges of the device that it is about to read, in the order it will
+ * read them, as soon as it knows where they are: the first and last MiB of the device and of each
+ * partition (libblkid's probes), every bitmap of an ext2/3/4 (its group descriptors name them),
+ * the headers of XFS's allocation groups and each level of their btrees. The discovery reads
+ * them with single blocking reads; a reader that fetches them meanwhile, many at once, makes
+ * those reads find warm blocks instead of waiting for one cold block after another. Only
+ * ordering: nothing depends on it being heeded.
+ */
+typedef struct FsLayoutHints {
+        void (*ahead)(const ByteRange *ranges, size_t n, void *userdata);
+        void *userdata;
+} FsLayoutHints;
+
+/*
  * fslayout_discover() - map the device or image open as @fd.
  * @fd: a block device or regular file, open for reading (O_DIRECT is fine: the module reads
  *      through its own descriptor, opened again as /proc/self/fd/@fd).
  * @device_size: its size in bytes.
+ * @hints: what to tell as soon as it is known, or NULL.
  * @ret: filled in on success only; release with fslayout_free().
  * @ret_error: on failure, a malloc'ed message (NULL if out of memory); untouched on success.
  *
  * Finds the partition table (GPT or MBR) with libblkid, then for each partition, or for the
  * whole device if there is no table, the file system: ext2/3/4 not mounted through libext2fs,
- * ext4 and XFS mounted through GETFSMAP on the mount point, anything else is used. XFS's AG
+ * ext4 and XFS mounted through GETFSMAP on the mount point, anything else is used. Of an ext4's
+ * inode tables only the blocks that hold an inode in use are metadata, mounted or not (the
+ * kernel reads no other: it finds free inodes in the bitmap); the rest of each table is used, as
+ * its block bitmap says. XFS's AG
  * metadata (headers, btrees, inode chunks, log) is also read from the device, which GETFSMAP
  * does not name without the reverse-mapping btree; an XFS that is not mounted gets its metadata
  * only, the rest is used (its free space is known only through GETFSMAP). One odd partition
@@ -55,7 +76,8 @@ typedef struct FsLayout {
  * Return: 0; -EINVAL if @device_size is 0; -ENOMEM; or the negative errno of reopening or
  * reading the device.
  */
-int fslayout_discover(int fd, uint64_t device_size, FsLayout *ret, char **ret_error);
+int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
+                      char **ret_error);
 
 /* fslayout_free() - release what fslayout_discover() filled in and zero @l. NULL-safe. Usable as
  * _cleanup_(fslayout_free) on an FsLayout variable. */

@@ -142,10 +142,11 @@ CTL="$(dirname "$DAEMON")/ebs-hydratectl" # wrapped alike, if wrapped
 NAME="fsa-$CASE-$$"
 STATE="$WORK/state"
 CONF="$WORK/conf"
+RT="$WORK/run" # the daemon's runtime directory: its volume records, which wait follows
 # Short: HotPaths= is one configuration line, and lines hold at most 199 characters.
 MNT=$(mktemp -d /tmp/fsa.XXXXXX)
 mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
-mkdir -p "$CONF"
+mkdir -p "$CONF" "$RT"
 PARTS=() # partition nodes added with partx, removed again at exit
 
 teardown() {
@@ -166,7 +167,7 @@ ranges() { "$TOOLS/ranges.py" "$@"; }
 # ---- helpers ------------------------------------------------------------------------------
 
 hydrate() {
-    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key="$NAME" "$@"
+    RUNTIME_DIRECTORY=$RT "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key="$NAME" "$@"
 }
 
 now() { date +%s.%N; }
@@ -187,7 +188,9 @@ rig_up() {
 # ext4_witness: $WORK/used, free, meta: what ext4 uses / has free / keeps its metadata in, in
 # bytes of the whole image, from dumpe2fs and debugfs on the cached image (not the rig: their
 # reads would hydrate it). used and meta include the GPT (the protective MBR, the header and its
-# entries at the start, their backup at the end) when there is one.
+# entries at the start, their backup at the end) when there is one. Of the inode tables, meta has
+# the blocks that hold an inode in use (dumpe2fs "Free inodes:"): the kernel reads no other; the
+# rest of each table is used.
 ext4_witness() {
     local spec="$IMG" gpt="$WORK/gpt"
     [ "$OFF" = 0 ] || spec="$IMG?offset=$OFF" # e2fsprogs' unix_io option
@@ -267,27 +270,55 @@ run_sampled() {
     RUN_S=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')
 }
 
-# traced_full_run NEED BEFORE WHAT PERMILLE: a full-mode run at 24 MiB/s traced by blkio-trace;
-# it must exit 0 and leave the whole device in the overlay, the trace must have seen every byte
-# not in range file BEFORE (hydrated before the run) read, and every byte of range file NEED
-# (WHAT, for the messages) must have been read within PERMILLE of the run's time. Prints the
-# figures; leaves the daemon's output in $WORK/out and the bytes read by then in READ_THEN.
+# traced_full_run NEED BEFORE WHAT PERMILLE [META]: a full-mode run at 24 MiB/s traced by
+# blkio-trace; it must exit 0 and leave the whole device in the overlay, the trace must have seen
+# every byte not in range file BEFORE (hydrated before the run) read, and every byte of range
+# file NEED (WHAT, for the messages) must have been read within PERMILLE of the run's time. Prints
+# the figures; leaves the daemon's output in $WORK/out and the bytes read by then in READ_THEN.
+# With META (a range file, the file system's metadata), `ebs-hydratectl wait --phase=metadata`
+# and `--phase=hot` run beside it, each marking the trace when it returns: neither may return
+# before the block layer has read all of META (and, for hot, all of NEED), nor after the run.
 traced_full_run() {
-    local need=$1 before=$2 what=$3 permille=$4 rc=0 q c run read_total missed
+    local need=$1 before=$2 what=$3 permille=$4 meta=${5:-} rc=0 q c run read_total missed marks
+    local phase waiters=() mark
     BLKTRACE="fsa-$$"
     "$BLKIO" start "$BLKTRACE" "$DEV" || fail "cannot trace the block layer (blkio-trace start)"
+    if [ -n "$meta" ]; then
+        for phase in metadata hot; do
+            ("$CTL" --runtime-dir="$RT" --state-dir="$STATE" wait --phase=$phase --timeout=600 \
+                "$NAME" >/dev/null 2>&1 && "$BLKIO" mark "$BLKTRACE" "wait-$phase") &
+            waiters+=($!)
+        done
+    fi
     hydrate --mode=full --rate-limit=24M "$DEV" >"$WORK/out" 2>&1 || rc=$?
+    for mark in "${waiters[@]}"; do wait "$mark" || true; done
     "$BLKIO" stop "$BLKTRACE" "$WORK/blk" || fail "blkio-trace stop failed"
     BLKTRACE=
     cat "$WORK/out"
     assert_eq "$rc" 0 "full-mode run's exit status"
     assert_eq "$("$RIG" hydrated "$NAME" | awk '{ print $1 }')" "$SIZE" "bytes in the overlay at the end"
-    read -r _ q _ c _ run _ READ_THEN _ read_total _ missed <<<"$("$BLKIO" when "$WORK/blk" "$need" "$before" "$SIZE")"
+    read -r _ q _ c _ run _ READ_THEN _ read_total _ missed marks <<<"$("$BLKIO" when "$WORK/blk" "$need" "$before" "$SIZE")"
     echo "block layer: run $run s, read $read_total bytes; $what all asked for by $q s ($(pct "$q" "$run")%), all read by $c s ($(pct "$c" "$run")% of the run), device read by then $READ_THEN bytes ($(pct "$READ_THEN" "$SIZE")%)"
     assert_eq "$missed" 0 "bytes of the device neither in the trace's reads nor hydrated before the run"
     [ "$c" != never ] || fail "$what: the trace never saw it all read"
     assert_le "$(awk -v a="$c" -v b="$run" 'BEGIN { printf "%d", 1000 * a / b }')" "$permille" \
         "time until $what was read, per mille of the run"
+    [ -n "$meta" ] || return 0
+    check_wait_mark "$marks" hot "$c" "$run" "$what"
+    read -r _ _ _ c _ <<<"$("$BLKIO" when "$WORK/blk" "$meta" "$before" "$SIZE")"
+    check_wait_mark "$marks" metadata "$c" "$run" "the metadata"
+}
+
+# check_wait_mark MARKS PHASE READ RUN WHAT: the trace's mark of `wait --phase=PHASE` (in MARKS,
+# "mark_LABEL S" pairs) came once WHAT had been read (READ s) and before the run ended (RUN s)
+check_wait_mark() {
+    local at
+    at=$(awk -v k="mark_wait-$2" '{ for (i = 1; i < NF; i += 2) if ($i == k) print $(i + 1) }' <<<"$1")
+    [ -n "$at" ] || fail "wait --phase=$2 did not return during the run"
+    echo "wait --phase=$2 returned at $at s; $5 all read at $3 s (block layer), the run ended at $4 s"
+    [ "$3" != never ] || fail "$5: the trace never saw it all read"
+    awk -v a="$at" -v c="$3" 'BEGIN { exit !(a >= c) }' ||
+        fail "wait --phase=$2 returned at $at s, before $5 was all read ($3 s)"
 }
 
 # mount_rig_partition: the rig's loop device's first partition (partx: the rig's loop device is
@@ -361,8 +392,10 @@ case_used_mode() {
 }
 
 # Full mode with HotPaths= on the mounted partition: the metadata (dumpe2fs: superblocks, group
-# descriptors, reserved GDT, bitmaps, inode tables; debugfs: the journal; the GPT) and the hot
-# files' blocks (debugfs) are all hydrated within the first 10% of the run's wall time, while
+# descriptors, reserved GDT, bitmaps, the inode table blocks that hold an inode in use; debugfs:
+# the journal; the GPT) and the hot files' blocks (debugfs) are all hydrated within the first 10%
+# of the run's wall time, and `ebs-hydratectl wait` says metadata and hot paths only once they
+# are (the block layer's trace: the wait marks it when it returns), while
 # offset order would reach the hot files (75-90% into the device) last. The run is rate-limited
 # (24 MiB/s, about 90 s). "Hydrated": the block layer completed a read of the byte on the rig's
 # loop device (tests/tools/blkio-trace: the kernel's tracepoints, so the daemon's own accounting
@@ -384,7 +417,7 @@ case_full_order() {
     echo "hydrated by partx and mount before the run: $pre bytes"
     ranges union "$WORK/meta" "$WORK/hot" >"$WORK/first"
     echo "metadata $(ranges bytes "$WORK/meta") bytes, hot files $(ranges bytes "$WORK/hot") bytes (witnesses)"
-    traced_full_run "$WORK/first" "$WORK/premount" "metadata + hot files" 100
+    traced_full_run "$WORK/first" "$WORK/premount" "metadata + hot files" 100 "$WORK/meta"
     assert_contains "$(cat "$WORK/out")" "plan: metadata " "plan log line"
     grep -q "hot paths 0 B\|hot paths 0\b" "$WORK/out" && fail "the plan found no hot path bytes"
     # Not merely a fast run: most of the device was still cold then.
@@ -484,7 +517,7 @@ case_xfs_mounted() {
 # the run measured 9.9%. The witness is xfs_db's own census of the image
 # (blockget, then blockuse for every block of each AG): the AG headers, the free-space, inode,
 # free-inode and refcount btrees, the inode chunks and the log. The timing, as in full-order,
-# from the block layer (blkio-trace).
+# from the block layer (blkio-trace), and so is the check of `ebs-hydratectl wait`.
 case_xfs_unmounted() {
     local out bs agblocks agcount agblklog ag cmds=()
     need_tools xfs_db
@@ -504,7 +537,7 @@ case_xfs_unmounted() {
     echo "xfs_db: $(wc -l <"$WORK/blockuse") blocks typed; metadata $(ranges bytes "$WORK/meta") bytes ($(awk '{ print $5 }' "$WORK/blockuse" | sort | uniq -c | sort -rn | head -n 12 | awk '{ printf "%s %s, ", $2, $1 }'))"
     [ "$(ranges bytes "$WORK/meta")" -gt $((4 * MIB)) ] || fail "xfs_db found too little metadata"
     rig_map "$WORK/before"
-    traced_full_run "$WORK/meta" "$WORK/before" "the XFS metadata" 150
+    traced_full_run "$WORK/meta" "$WORK/before" "the XFS metadata" 150 "$WORK/meta"
     out=$(grep -m1 'plan: metadata ' "$WORK/out") || fail "no plan log line"
     case $out in *"plan: metadata 0 B,"*) fail "the plan found no XFS metadata: $out" ;; esac
 }

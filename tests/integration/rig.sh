@@ -50,10 +50,13 @@ stop_listener() {
 }
 
 # start_watched DEV: the daemon on DEV in the background as systemd runs it, with the notify
-# socket and a 1 s watchdog (pinged every 0.5 s); its PID in $PID, its output in $WORK/out
+# socket and a 1 s watchdog (pinged every 0.5 s), its volume record in $WORK/run; its PID in
+# $PID, its output in $WORK/out
 start_watched() {
-    NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 "$DAEMON" --no-bus --state-dir="$STATE" \
-        --config-dir="$WORK" --progress=never --state-key="$NAME" "$1" >"$WORK/out" 2>&1 &
+    mkdir -p "$WORK/run"
+    RUNTIME_DIRECTORY="$WORK/run" NOTIFY_SOCKET="$SOCK" WATCHDOG_USEC=1000000 "$DAEMON" --no-bus \
+        --state-dir="$STATE" --config-dir="$WORK" --progress=never --state-key="$NAME" "$1" \
+        >"$WORK/out" 2>&1 &
     PID=$!
 }
 
@@ -213,10 +216,11 @@ case_vanish() {
 }
 
 # A device that hangs before the first read of the run: the file-system discovery (libblkid,
-# libext2fs) is what waits for it, in a thread of its own, while the event loop reports the stall,
-# feeds the watchdog and takes SIGTERM.
+# libext2fs) is what waits for it, in a thread of its own, and so do the reads the hydrator sent
+# for it, while the event loop reports the stall, feeds the watchdog and takes SIGTERM. The
+# volume record says the metadata phase is under way, not done, and wait agrees.
 case_hang_discovery() {
-    local dev stall_at out
+    local dev stall_at out rc=0
     dev=$("$RIG" up "$NAME" --profile seed --size 256M)
     start_listener 120
     "$RIG" hang "$NAME" 2>/dev/null
@@ -228,6 +232,12 @@ case_hang_discovery() {
     echo "stall reported after $((SECONDS - stall_at)) s"
     assert_contains "$(cat "$WORK/out")" "while mapping its file systems: the device looks stalled" "log"
     assert_watchdog_beats
+    for out in STATE=hydrating PHASE=metadata FS_AWARE=0; do
+        grep -qx "$out" "$WORK/run/$NAME.record" || fail "the record does not say $out: $(cat "$WORK/run/$NAME.record")"
+    done
+    "$(dirname "$DAEMON")/ebs-hydratectl" --runtime-dir="$WORK/run" --state-dir="$STATE" wait \
+        --phase=metadata --timeout=0 "$NAME" >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 5 "wait --phase=metadata --timeout=0 while mapping: exit status (5: not reached)"
     sigterm_stalled "^STATUS=$NAME: stopped while mapping the file systems, nothing read; waiting for the stalled device$"
     unhang_and_reap
     out=$(hydrate "$dev" 2>&1) || fail "the next run exited $?: $out"

@@ -78,7 +78,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "fslayout-dump: %s: %s\n", path, strerror(-r));
                 return EXIT_ERROR;
         }
-        r = fslayout_discover(fd, size, &layout, &error);
+        r = fslayout_discover(fd, size, NULL, &layout, &error);
         if (r < 0) {
                 fprintf(stderr, "fslayout-dump: %s: %s\n", path, error ?: strerror(-r));
                 return EXIT_ERROR;

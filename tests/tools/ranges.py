@@ -11,7 +11,10 @@ merged and sorted.
   ranges.py bytes FILE...        total bytes of the union
   ranges.py chunks FILE          widened to whole 512 KiB chunks (what a chunk-granular reader
                                  reads)
-  ranges.py ext4 DUMPE2FS OFF free|used|meta    from `dumpe2fs` output, shifted by OFF bytes
+  ranges.py ext4 DUMPE2FS OFF free|used|meta|meta-all
+                                 from `dumpe2fs` output, shifted by OFF bytes; meta has only
+                                 the inode table blocks that hold an inode in use (what the
+                                 kernel reads), meta-all the whole tables
   ranges.py xfs-free FREESP BLOCKSIZE AGBLOCKS  from `xfs_db -c 'freesp -d'` output
   ranges.py xfs-use BLOCKUSE BLOCKSIZE AGBLOCKS TYPE...  the blocks `xfs_db -c blockuse` types
                                                          as TYPE
@@ -62,23 +65,65 @@ def show(rs):
 def total(rs):
     return sum(b - a for a, b in merge(rs))
 
+def runs(text):
+    """ "12-2048, 4000" -> [(12, 2049), (4000, 4001)]"""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if item:
+            a, _, b = item.partition("-")
+            out.append((int(a), int(b or a) + 1))
+    return out
+
+def inode_tables(text, bs, used):
+    """The blocks of each group's inode table that hold an inode in use (not in its "Free inodes:"
+    list) if @used, else the whole tables."""
+    ipg = int(re.search(r"^Inodes per group:\s+(\d+)", text, re.M).group(1))
+    isz = int(re.search(r"^Inode size:\s+(\d+)", text, re.M).group(1))
+    per_block = bs // isz
+    out = []
+    for g in re.finditer(r"^Group (\d+):.*?(?=^Group |\Z)", text, re.M | re.S):
+        group = int(g.group(1))
+        t = re.search(r"Inode table at (\d+)(?:-(\d+))?", g.group(0))
+        if not t:
+            continue
+        first, last = int(t.group(1)), int(t.group(2) or t.group(1))
+        if not used:
+            out.append((first, last + 1))
+            continue
+        free = re.search(r"^\s+Free inodes: ?(.*)$", g.group(0), re.M)
+        lo, hi = group * ipg + 1, (group + 1) * ipg + 1
+        free_runs = [(max(a, lo), min(b, hi)) for a, b in runs(free.group(1) if free else "")]
+        if sum(max(b - a, 0) for a, b in free_runs) == ipg:
+            continue  # no inode in use: none of the table
+        in_use = [True] * ipg
+        for a, b in free_runs:
+            for ino in range(a, b):
+                in_use[ino - lo] = False
+        for blk in range(last + 1 - first):
+            if any(in_use[blk * per_block:(blk + 1) * per_block]):
+                out.append((first + blk, first + blk + 1))
+    return out
+
 def ext4(path, off, what):
+    """free, used (not free), meta (superblocks, descriptors, reserved GDT, bitmaps, and the
+    inode table blocks that hold an inode in use: what the kernel reads) or meta-all (the same
+    with the whole inode tables), in bytes of the device"""
     text = open(path).read()
     bs = int(re.search(r"^Block size:\s+(\d+)", text, re.M).group(1))
     count = int(re.search(r"^Block count:\s+(\d+)", text, re.M).group(1))
     free, meta = [], []
     for m in re.finditer(r"^\s+Free blocks: (.*)$", text, re.M):
-        for item in m.group(1).split(","):
-            item = item.strip()
-            if item:
-                a, _, b = item.partition("-")
-                free.append((int(a), int(b or a) + 1))
-    pat = (r"(superblock|Group descriptors|Reserved GDT blocks|Block bitmap|Inode bitmap|"
-           r"Inode table) at (\d+)(?:-(\d+))?")
+        free += runs(m.group(1))
+    pat = (r"(superblock|Group descriptors|Reserved GDT blocks|Block bitmap|Inode bitmap) at "
+           r"(\d+)(?:-(\d+))?")
     for m in re.finditer(pat, text):
         a = int(m.group(2))
         meta.append((a, int(m.group(3) or a) + 1))
-    rs = {"free": free, "meta": meta, "used": missing([(0, count)], free)}[what]
+    if what in ("meta", "meta-all"):
+        meta += inode_tables(text, bs, what == "meta")
+    rs = {"free": free, "meta": meta, "meta-all": meta,
+          "used": missing([(0, count)], free)}[what]
     return [(a * bs + off, b * bs + off) for a, b in rs]
 
 op, args = sys.argv[1], sys.argv[2:]

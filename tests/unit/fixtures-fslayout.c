@@ -146,7 +146,7 @@ void discover(const char *path, FsLayout *l, const char *title) {
 
         assert_true(fd >= 0);
         size = size_of(fd);
-        r = fslayout_discover(fd, size, l, &error);
+        r = fslayout_discover(fd, size, NULL, l, &error);
         if (r < 0)
                 fail_msg("fslayout_discover(%s): %s", path, strempty(error));
         assert_int_equal(fslayout_check(l, size), 0);
@@ -214,19 +214,70 @@ static uint64_t header_number(const char *text, const char *key) {
         return strtoull(p + strlen(key), NULL, 10);
 }
 
-/* One line of dumpe2fs's group list: its metadata must be metadata, its free blocks free. */
+/* One group's inode table, as dumpe2fs lists it, line after line. */
+typedef struct GroupTable {
+        uint64_t inodes_per_group;
+        uint64_t inode_size;
+        uint64_t group;
+        uint64_t first, count; /* its blocks */
+        uint64_t unused;       /* "unused inodes", the count of the descriptors with checksums */
+        bool has_unused;
+} GroupTable;
+
+/* The group's inode table against its "Free inodes:" list: a block that holds an inode in use
+ * is metadata (the kernel reads it); one that holds none is used (the block bitmap has it), if
+ * it lies past the group's unused-inode mark or the group has none; else it may be either. */
+static void check_inode_table(const Witness *w, GroupTable *t, const char *free_list,
+                              Ext4Facts *facts) {
+        uint64_t ipg = t->inodes_per_group, per_block = w->block_size / t->inode_size;
+        uint64_t first_ino = t->group * ipg + 1, first, count;
+        _cleanup_free_ bool *in_use = calloc(ipg, sizeof(bool));
+        const char *p = free_list;
+
+        assert_non_null(in_use);
+        for (uint64_t i = 0; i < ipg; i++)
+                in_use[i] = true;
+        while (p && (p = parse_run(p, &first, &count)))
+                for (uint64_t i = first; i < first + count; i++)
+                        if (i >= first_ino && i < first_ino + ipg)
+                                in_use[i - first_ino] = false;
+        for (uint64_t b = 0; b < t->count; b++) {
+                uint64_t offset = w->base + (t->first + b) * w->block_size;
+                bool any = false;
+
+                for (uint64_t i = b * per_block; i < (b + 1) * per_block && i < ipg; i++)
+                        any = any || in_use[i];
+                if (any) {
+                        assert_kinds(w->layout, offset, w->block_size, ONLY(FS_RANGE_METADATA),
+                                     "inode table block with an inode in use");
+                        facts->metadata_blocks++;
+                } else if (!t->has_unused || b * per_block >= ipg - MIN(t->unused, ipg)) {
+                        assert_kinds(w->layout, offset, w->block_size, ONLY(FS_RANGE_USED),
+                                     "inode table block without an inode in use");
+                        facts->table_used_blocks++;
+                } else
+                        facts->table_either_blocks++;
+        }
+        t->count = 0;
+}
+
+/* One line of dumpe2fs's group list: its metadata must be metadata, its free blocks free; the
+ * inode table is judged with the group's last line, its free inodes. */
 static void check_group_line(const Witness *w, const char *line, Ext4Facts *facts,
-                             uint64_t *free_listed) {
+                             uint64_t *free_listed, GroupTable *t) {
         static const char *const keys[] = {
                 "superblock at ",          "Group descriptors at ", "Group descriptor at ",
                 "Reserved GDT blocks at ", "Block bitmap at ",      "Inode bitmap at ",
-                "Inode table at ",
         };
         uint64_t first, count;
+        const char *p;
 
+        if (strncmp(line, "Group ", 6) == 0) {
+                t->group = strtoull(line + 6, NULL, 10);
+                t->has_unused = false;
+        }
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                const char *p = strstr(line, keys[i]);
-
+                p = strstr(line, keys[i]);
                 if (!p)
                         continue;
                 assert_non_null(parse_run(p + strlen(keys[i]), &first, &count));
@@ -234,6 +285,18 @@ static void check_group_line(const Witness *w, const char *line, Ext4Facts *fact
                              ONLY(FS_RANGE_METADATA), keys[i]);
                 facts->metadata_blocks += count;
         }
+        p = strstr(line, "Inode table at ");
+        if (p)
+                assert_non_null(parse_run(p + 15, &t->first, &t->count));
+        p = strstr(line, " unused inodes");
+        if (p && strstr(line, " free inodes, ")) {
+                while (p > line && p[-1] >= '0' && p[-1] <= '9')
+                        p--;
+                t->unused = strtoull(p, NULL, 10);
+                t->has_unused = true;
+        }
+        if (strncmp(line, "  Free inodes:", 14) == 0 && t->count > 0)
+                check_inode_table(w, t, line + 14, facts);
         if (strncmp(line, "  Free blocks: ", 15) == 0)
                 *free_listed += expect_blocks(
                         &(Witness){w->layout, w->base, w->block_size, facts->cluster_blocks - 1},
@@ -251,6 +314,7 @@ void check_with_e2fsprogs(const FsLayout *l, const char *spec, uint64_t base, Ex
         Ext4Facts facts = {};
         uint64_t free_listed = 0;
         Witness w = {.layout = l, .base = base};
+        GroupTable table = {};
         char *line, *saveptr = NULL;
 
         facts.block_size = w.block_size = header_number(out, "\nBlock size:");
@@ -262,8 +326,10 @@ void check_with_e2fsprogs(const FsLayout *l, const char *spec, uint64_t base, Ex
         journal = output_of("debugfs -R 'blocks <8>' '%s' 2>/dev/null", spec);
         facts.journal_blocks = expect_blocks(&w, journal, ONLY(FS_RANGE_METADATA), "journal");
         facts.metadata_blocks += facts.journal_blocks;
+        table.inodes_per_group = header_number(out, "\nInodes per group:");
+        table.inode_size = header_number(out, "\nInode size:");
         for (line = strtok_r(out, "\n", &saveptr); line; line = strtok_r(NULL, "\n", &saveptr))
-                check_group_line(&w, line, &facts, &free_listed);
+                check_group_line(&w, line, &facts, &free_listed, &table);
         assert_int_equal(free_listed, facts.free_blocks);
         assert_int_equal(fslayout_bytes(l, FS_RANGE_FREE), facts.free_blocks * facts.block_size);
         *ret = facts;
@@ -308,15 +374,17 @@ void check_ext4_totals(const FsLayout *l, uint64_t base, uint64_t size, const Ex
                        uint64_t file_bytes) {
         uint64_t bs = facts->block_size;
         uint64_t expected = (facts->metadata_blocks + facts->first_data_block) * bs;
+        uint64_t either = facts->table_either_blocks * bs, tables = facts->table_used_blocks * bs;
         uint64_t metadata = fslayout_bytes_in(l, base, size, FS_RANGE_METADATA);
         uint64_t used = fslayout_bytes_in(l, base, size, FS_RANGE_USED);
 
         print_message("  metadata %" PRIu64 " (dumpe2fs + journal: %" PRIu64 "), used %" PRIu64
-                      " (files: %" PRIu64 ")\n",
-                      metadata, expected, used, file_bytes);
+                      " (files: %" PRIu64 ", inode table blocks without inodes: %" PRIu64
+                      ", either: %" PRIu64 ")\n",
+                      metadata, expected, used, file_bytes, tables, either);
         assert_true(metadata >= expected &&
-                    metadata <= expected + (facts->journal_blocks / (bs / 4) + 8) * bs);
-        assert_true(used >= file_bytes && used <= file_bytes + MiB);
+                    metadata <= expected + either + (facts->journal_blocks / (bs / 4) + 8) * bs);
+        assert_true(used >= file_bytes + tables && used <= file_bytes + tables + either + MiB);
 }
 
 void make_image(const Fixture *f, uint64_t size) {

@@ -101,12 +101,17 @@ typedef struct Ext4Facts {
         uint64_t journal_blocks;
         uint64_t first_data_block;
         uint64_t cluster_blocks; /* 1 without bigalloc */
+        /* Inode table blocks that hold no inode in use (dumpe2fs "Free inodes:"): used, not
+         * metadata, past the group's unused-inode mark where it has one; before it, either. */
+        uint64_t table_used_blocks;
+        uint64_t table_either_blocks;
 } Ext4Facts;
 
 /* Every block of a list ("1 2 3 7", "4385-8192, 9000") is of one of @kinds. Returns the count. */
 uint64_t expect_blocks(const Witness *w, const char *list, unsigned kinds, const char *what);
 /* The layout of the ext4 at @spec ("image?offset=N" or a device), at @base of the device,
- * against dumpe2fs and debugfs: its metadata, free blocks and journal. */
+ * against dumpe2fs and debugfs: its metadata (of the inode tables, the blocks that hold an inode
+ * in use), free blocks and journal. */
 void check_with_e2fsprogs(const FsLayout *l, const char *spec, uint64_t base, Ext4Facts *ret);
 /* The blocks of each file (debugfs) are used: not free, not metadata. Returns their bytes. */
 uint64_t check_files_ext4(const FsLayout *l, const char *spec, uint64_t base, uint64_t block_size,

@@ -181,7 +181,7 @@ static int discover_hidden(const Fixture *f) {
                         _exit(2);
                 fd = open(f->loop, O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || ioctl(fd, BLKGETSIZE64, &size) < 0 ||
-                    fslayout_discover(fd, size, &l, &error) < 0)
+                    fslayout_discover(fd, size, NULL, &l, &error) < 0)
                         _exit(3);
                 print_layout("the same, from a mount namespace where the mount point is hidden",
                              &l);

@@ -101,13 +101,13 @@ static void test_fslayout_errors(void **state) {
         _cleanup_close_ int dir_fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         FsLayout l = {};
 
-        assert_int_equal(fslayout_discover(dir_fd, 0, &l, &error), -EINVAL);
+        assert_int_equal(fslayout_discover(dir_fd, 0, NULL, &l, &error), -EINVAL);
         assert_non_null(error);
         error = free_string(error);
-        assert_int_equal(fslayout_discover(dir_fd, 4096, &l, &error), -EISDIR);
+        assert_int_equal(fslayout_discover(dir_fd, 4096, NULL, &l, &error), -EISDIR);
         assert_non_null(strstr(error, "Cannot read"));
         error = free_string(error);
-        assert_true(fslayout_discover(-1, 4096, &l, &error) < 0);
+        assert_true(fslayout_discover(-1, 4096, NULL, &l, &error) < 0);
         assert_non_null(error);
         assert_null(l.ranges);
 }

@@ -340,7 +340,7 @@ static int scan_xfs(const char *path, uint64_t offset, uint64_t size, uint64_t d
         FsRangeList list = {};
         int r;
 
-        r = fslayout_scan_xfs(path, offset, size, &list, &detail);
+        r = fslayout_scan_xfs(path, offset, size, NULL, &list, &detail);
         assert_true(r == FS_SCAN_METADATA_ONLY || r == FS_SCAN_FAILED);
         assert_non_null(detail);
         if (r == FS_SCAN_FAILED)

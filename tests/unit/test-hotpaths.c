@@ -254,6 +254,101 @@ static void test_hotpaths_warnings_escape_paths(void **state) {
         assert_warned(f, log, "hot", " has files that are not on the device being hydrated");
 }
 
+static int range_compare(const void *a, const void *b) {
+        const ByteRange *x = a, *y = b;
+
+        return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Sorted and merged, in place; returns how many are left. */
+static size_t merge_ranges(ByteRange *r, size_t n) {
+        size_t w = 0;
+
+        qsort(r, n, sizeof(*r), range_compare);
+        for (size_t i = 0; i < n; i++) {
+                if (w > 0 && r[i].offset <= r[w - 1].offset + r[w - 1].length) {
+                        uint64_t end =
+                                MAX(r[w - 1].offset + r[w - 1].length, r[i].offset + r[i].length);
+
+                        r[w - 1].length = end - r[w - 1].offset;
+                } else
+                        r[w++] = r[i];
+        }
+        return w;
+}
+
+/* Writes @rel (8 KiB that differ by file) and adds its extents, as FIEMAP has them once it is on
+ * the disk, to @want. */
+static int write_file(const Fixture *f, const char *rel, ByteRange **want, size_t *n,
+                      size_t *allocated) {
+        char path[256], data[8192];
+        int fd, r;
+
+        snprintf(path, sizeof(path), "%s/%s", f->root, rel);
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (char)(i * 7 + strlen(rel));
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+        assert_int_equal(fsync(fd), 0);
+        (void)close(fd);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        r = hotpaths_file_extents(fd, 0, want, n, allocated);
+        (void)close(fd);
+        return r;
+}
+
+/*
+ * A tree of directories three deep, walked by several threads: the ranges found are exactly the
+ * extents of its regular files, each file once; a symbolic link in it to a file outside is not
+ * followed. The disk is the file system of the fixture.
+ */
+static void test_hotpaths_tree(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ ByteRange *want = NULL, *got = NULL;
+        size_t n_want = 0, allocated = 0, n_got = 0;
+        char rel[128], paths[256];
+        ByteRange *outside = NULL;
+        size_t n_outside = 0, outside_allocated = 0;
+        struct stat st;
+        int r;
+
+        fixture_mkdirs(f->root, "tree");
+        r = write_file(f, "outside", &outside, &n_outside, &outside_allocated);
+        if (r == -EOPNOTSUPP || r == -ENOTTY) {
+                free(outside);
+                skip(); /* tmpfs and a few others cannot map their files */
+        }
+        assert_int_equal(r, 0);
+        for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 4; b++) {
+                        snprintf(rel, sizeof(rel), "tree/a%d/b%d", a, b);
+                        fixture_mkdirs(f->root, rel);
+                        for (int c = 0; c < 40; c++) {
+                                snprintf(rel, sizeof(rel), "tree/a%d/b%d/f%02d", a, b, c);
+                                assert_int_equal(write_file(f, rel, &want, &n_want, &allocated), 0);
+                        }
+                }
+        fixture_symlink(f->root, "../../../outside", "tree/a1/b1/link");
+        snprintf(paths, sizeof(paths), "%s/tree", f->root);
+        assert_int_equal(stat(paths, &st), 0);
+
+        assert_int_equal(hotpaths_resolve(paths, st.st_dev, f->root, &got, &n_got), 0);
+        n_want = merge_ranges(want, n_want);
+        n_got = merge_ranges(got, n_got);
+        assert_int_equal(n_got, n_want);
+        for (size_t i = 0; i < n_want; i++) {
+                assert_true(got[i].offset == want[i].offset);
+                assert_true(got[i].length == want[i].length);
+        }
+        for (size_t i = 0; i < n_outside; i++) /* the link's target, outside: not there */
+                for (size_t k = 0; k < n_got; k++)
+                        assert_false(outside[i].offset < got[k].offset + got[k].length &&
+                                     got[k].offset < outside[i].offset + outside[i].length);
+        free(outside);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_hotpaths_partition_offset, setup, teardown),
@@ -265,6 +360,7 @@ int main(void) {
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_hotpaths_warnings_escape_paths, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_hotpaths_tree, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -632,6 +633,164 @@ static void test_hydrator_yield_paces(void **state) {
         assert_true(asked >= 100 * MIB); /* and it does read */
 }
 
+/* Was any chunk planned (a first attempt, not a retry) more than once? */
+static bool read_twice(void) {
+        for (unsigned i = 0; i < n_submitted; i++)
+                for (unsigned j = i + 1; j < n_submitted; j++) {
+                        const ReadRequest *a = &submitted[i].req, *b = &submitted[j].req;
+
+                        if (a->attempt == 0 && b->attempt == 0 &&
+                            a->offset < b->offset + b->length && b->offset < a->offset + a->length)
+                                return true;
+                }
+        return false;
+}
+
+/* 16 MiB: metadata at 10-11 MiB, used 4-6 MiB, the rest free. */
+static FsLayout layout_16m(FsRange ranges[static 5]) {
+        ranges[0] = (FsRange){0, 4 * MIB, FS_RANGE_FREE};
+        ranges[1] = (FsRange){4 * MIB, 2 * MIB, FS_RANGE_USED};
+        ranges[2] = (FsRange){6 * MIB, 4 * MIB, FS_RANGE_FREE};
+        ranges[3] = (FsRange){10 * MIB, MIB, FS_RANGE_METADATA};
+        ranges[4] = (FsRange){11 * MIB, 5 * MIB, FS_RANGE_FREE};
+        return (FsLayout){.ranges = ranges, .n_ranges = 5};
+}
+
+/* A new plan mid-run: what is done is not read again, what is in flight stays so and counts
+ * when it completes, and the new plan's order is followed from its first stage. */
+static void test_hydrator_replan(void **state) {
+        Fixture *f = *state;
+        FsRange ranges[5];
+        FsLayout l = layout_16m(ranges);
+        unsigned n;
+
+        start(f, 16 * MIB, MIB, 2, 0); /* no layout: offset order */
+        assert_int_equal(n_submitted, 2);
+        assert_true(was_submitted(0, 0, MIB, 0));
+        assert_true(was_submitted(0, MIB, MIB, 0));
+        complete_at(0, 0); /* 0-1 MiB done; 2-3 MiB goes out */
+        assert_true(was_submitted(2, 2 * MIB, MIB, 0));
+        n = n_submitted;
+
+        assert_int_equal(hydrator_set_layout(f->h, &l, NULL, 0, _PLAN_STAGE_MAX), 0);
+        assert_int_equal(n_submitted, n); /* both slots still taken */
+        complete_at(MIB, 0);
+        /* The metadata first, from the new plan's first stage. */
+        assert_int_equal(submitted[n].req.offset, 10 * MIB);
+        complete_at(2 * MIB, 0);
+        assert_int_equal(submitted[n + 1].req.offset, 4 * MIB); /* then the used blocks */
+        complete_all(0);
+        assert_int_equal(submitted[n + 2].req.offset, 5 * MIB);
+        assert_int_equal(status(f).plan.current, PLAN_STAGE_USED); /* 5 MiB in flight */
+        for (unsigned i = 0; i < 16 && phase(f) == HYDRATOR_HYDRATING; i++)
+                complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_int_equal(status(f).done_bytes, 16 * MIB);
+        assert_false(read_twice());
+        /* Free space last, in offset order: 3 MiB (after what was read before the new plan). */
+        assert_int_equal(submitted[n + 3].req.offset, 3 * MIB);
+}
+
+/* While the file systems are mapped, only what the mapping reads next is read, in the order it
+ * was asked for, and the run does not end for want of a plan; the layout then takes over. */
+static void test_hydrator_read_ahead(void **state) {
+        Fixture *f = *state;
+        FsRange ranges[5];
+        FsLayout l = layout_16m(ranges);
+        ByteRange ahead[] = {{12 * MIB + 4096, 4096}, {CHUNK, CHUNK}, {12 * MIB, 8192}};
+        HydratorStatus st;
+
+        f->dev.size = 16 * MIB;
+        f->dev.logical_block_size = 4096;
+        f->settings.block_size = MIB;
+        f->settings.queue_depth = 4;
+        assert_int_equal(hydrator_new(&f->h, f->event, &f->dev, "vol-0123456789abcdef0", f->dir_fd,
+                                      &f->settings),
+                         0);
+        assert_int_equal(hydrator_set_layout(f->h, NULL, NULL, 0, PLAN_STAGE_METADATA), 0);
+        assert_int_equal(hydrator_read_ahead(f->h, ahead, 1), 0); /* before the start: kept */
+        assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
+        assert_int_equal(n_submitted, 1);
+        assert_true(was_submitted(0, 12 * MIB, CHUNK, 0));
+        assert_int_equal(hydrator_read_ahead(f->h, ahead + 1, 2), 0);
+        assert_int_equal(n_submitted, 2); /* the third names a chunk already claimed */
+        assert_true(was_submitted(1, CHUNK, CHUNK, 0));
+        complete_all(0);
+        advance(10 * USEC_PER_SEC);
+        assert_int_equal(n_submitted, 2);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+        hydrator_get_status(f->h, &st);
+        assert_true(st.plan.mapping);
+        assert_int_equal(st.plan.current, PLAN_STAGE_METADATA);
+        assert_int_equal(st.done_bytes, 2 * CHUNK);
+
+        assert_int_equal(hydrator_set_layout(f->h, &l, NULL, 0, _PLAN_STAGE_MAX), 0);
+        assert_int_equal(submitted[2].req.offset, 10 * MIB);
+        for (unsigned i = 0; i < 16 && phase(f) == HYDRATOR_HYDRATING; i++)
+                complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_false(read_twice());
+        assert_int_equal(f->finished, 1);
+}
+
+/* HotPaths= still being resolved: the metadata is read, then nothing until the hot paths join
+ * the plan; they are read next, then the rest. */
+static void test_hydrator_hot_pending(void **state) {
+        Fixture *f = *state;
+        FsRange ranges[5];
+        FsLayout l = layout_16m(ranges);
+        ByteRange hot[] = {{14 * MIB, MIB}};
+
+        start(f, 16 * MIB, MIB, 4, 0);
+        assert_int_equal(hydrator_set_layout(f->h, &l, NULL, 0, PLAN_STAGE_HOT), 0);
+        complete_all(0); /* the four reads of the placeholder plan (0-4 MiB) */
+        assert_true(was_submitted(4, 10 * MIB, MIB, 0));
+        complete_all(0);
+        advance(10 * USEC_PER_SEC);
+        assert_int_equal(n_submitted, 5);
+        assert_int_equal(status(f).plan.current, PLAN_STAGE_HOT);
+        assert_true(status(f).plan.hot_pending);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+
+        assert_int_equal(hydrator_set_layout(f->h, &l, hot, 1, _PLAN_STAGE_MAX), 0);
+        assert_int_equal(submitted[5].req.offset, 14 * MIB);
+        for (unsigned i = 0; i < 16 && phase(f) == HYDRATOR_HYDRATING; i++)
+                complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_false(read_twice());
+}
+
+/* A chunk waiting for a retry, then given up, stays so through a new plan: it is tried again
+ * only as a retry, never planned anew, and the run ends with it unreadable. */
+static void test_hydrator_replan_keeps_failures(void **state) {
+        Fixture *f = *state;
+        FsRange ranges[] = {{0, CHUNK, FS_RANGE_METADATA},
+                            {CHUNK, 6 * CHUNK, FS_RANGE_USED},
+                            {7 * CHUNK, CHUNK, FS_RANGE_METADATA}};
+        FsLayout l = {.ranges = ranges, .n_ranges = ELEMENTSOF(ranges)};
+        unsigned tries = 0;
+
+        start(f, 8 * CHUNK, CHUNK, 4, 0);
+        complete_at(0, -EIO); /* a retry waits for it */
+        assert_true(was_submitted(4, 4 * CHUNK, CHUNK, 0));
+        assert_int_equal(hydrator_set_layout(f->h, &l, NULL, 0, _PLAN_STAGE_MAX), 0);
+        complete_at(CHUNK, 0);
+        assert_true(was_submitted(5, 7 * CHUNK, CHUNK, 0)); /* the metadata that is not waiting */
+        for (unsigned i = 0; i < 64 && phase(f) == HYDRATOR_HYDRATING; i++) {
+                advance(USEC_PER_SEC);
+                for (unsigned k = reader->n_in_flight; k > 0; k--)
+                        complete_first(reader->in_flight[0].offset == 0 ? -EIO : 0);
+        }
+        for (unsigned i = 0; i < n_submitted; i++)
+                if (submitted[i].req.offset == 0)
+                        assert_int_equal(submitted[i].req.attempt, tries++);
+        assert_int_equal(tries, HYDRATOR_RETRIES + 1);
+        assert_int_equal(phase(f), HYDRATOR_UNREADABLE);
+        assert_int_equal(status(f).n_bad, 1);
+        assert_int_equal(status(f).done_bytes, 7 * CHUNK);
+        assert_false(read_twice());
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_retry_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_retry_backoff, setup, teardown),
@@ -644,6 +803,10 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_paces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_replan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_replan_keeps_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_read_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_hot_pending, setup, teardown),
 };
 
 int main(void) {

@@ -225,6 +225,67 @@ static void test_plan_progress_used_mode(void **state) {
         plan_free(p);
 }
 
+/* While the file systems are mapped (metadata pending) the placeholder plan reads nothing by
+ * itself, reports "metadata" and no stages, and is complete only with every chunk done. */
+static void test_plan_pending_metadata(void **state) {
+        Fixture *f = *state;
+        uint64_t first, count;
+        PlanProgress pp;
+        Plan *p = NULL;
+
+        assert_int_equal(plan_new(&p, f->map, NULL, NULL, 0, true), 0);
+        assert_true(plan_known(p));
+        plan_set_pending(p, PLAN_STAGE_METADATA);
+        assert_false(plan_known(p));
+        for (PlanStage s = 0; s < _PLAN_STAGE_MAX; s++)
+                assert_int_equal(plan_next(p, f->map, s, 0, 8, &first, &count), -ENOENT);
+        plan_mark_done(p, f->map, 0, 9); /* all but the last chunk, say by reads ahead */
+        assert_int_equal(plan_current(p), PLAN_STAGE_METADATA);
+        assert_false(plan_complete(p));
+        plan_get_progress(p, &pp);
+        assert_true(pp.mapping);
+        assert_false(pp.hot_pending);
+        assert_int_equal(pp.current, PLAN_STAGE_METADATA);
+        for (PlanStage s = 0; s < _PLAN_STAGE_MAX; s++)
+                assert_true(pp.total_bytes[s] == 0 && pp.done_bytes[s] == 0);
+        plan_mark_done(p, f->map, 9, 1);
+        assert_true(plan_complete(p)); /* nothing of the device is left, whatever its stages */
+        plan_free(p);
+}
+
+/* HotPaths= being resolved: metadata is read and reported done when it is; the stages after it
+ * are neither read nor reported reached until the hot paths are known. */
+static void test_plan_pending_hot(void **state) {
+        Fixture *f = *state;
+        uint64_t first, count;
+        PlanProgress pp;
+        char line[200];
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, true), 0);
+        plan_set_pending(p, PLAN_STAGE_HOT);
+        assert_int_equal(plan_next(p, f->map, PLAN_STAGE_METADATA, 0, 8, &first, &count), 0);
+        assert_true(first == 0 && count == 1);
+        assert_int_equal(plan_next(p, f->map, PLAN_STAGE_USED, 0, 8, &first, &count), -ENOENT);
+        assert_int_equal(plan_current(p), PLAN_STAGE_METADATA);
+        plan_mark_done(p, f->map, 0, 1);
+        plan_mark_done(p, f->map, 3, 1);
+        assert_int_equal(plan_current(p), PLAN_STAGE_HOT); /* metadata done, no further */
+        plan_mark_done(p, f->map, 2, 1);                   /* the used chunk, read ahead */
+        assert_int_equal(plan_current(p), PLAN_STAGE_HOT);
+        assert_false(plan_complete(p));
+        plan_get_progress(p, &pp);
+        assert_false(pp.mapping);
+        assert_true(pp.hot_pending);
+        assert_string_equal(plan_progress_format(line, sizeof(line), &pp),
+                            "metadata done, hot paths being mapped, used done, free space skipped "
+                            "(Mode=used)");
+        plan_set_pending(p, _PLAN_STAGE_MAX);
+        assert_true(plan_complete(p));
+        plan_free(p);
+}
+
 static void test_plan_stage_names(void **state) {
         assert_string_equal(plan_stage_to_string(PLAN_STAGE_METADATA), "metadata");
         assert_string_equal(plan_stage_to_string(PLAN_STAGE_HOT), "hot-paths");
@@ -246,6 +307,8 @@ int main(void) {
                 T(test_plan_used_mode_skips_free),
                 T(test_plan_progress_per_stage),
                 T(test_plan_progress_used_mode),
+                T(test_plan_pending_metadata),
+                T(test_plan_pending_hot),
                 cmocka_unit_test(test_plan_stage_names),
         };
 
