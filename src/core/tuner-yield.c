@@ -68,31 +68,44 @@ static bool queued(const DepthTuner *t, unsigned samples, uint64_t target) {
         return base > 0 && lat != UINT64_MAX && lat > base + target;
 }
 
-/* The capacities from the window: the most each total reached in it, but in the current
- * second, whose rates mix what was before the others came with what is now (unless it is the
- * first: then it is all there is). */
-static void learn_capacities(DepthTuner *t, uint64_t now) {
-        bool first = true, queued = false;
-        double most = -1;
-        unsigned used = 0;
+/* A second of the window, counting back from the current one (0); NULL if it has no samples. */
+static const TunerSecond *second_back(const DepthTuner *t, unsigned k) {
+        const TunerSecond *s =
+                &t->seconds[(t->second_next + TUNER_WINDOW_SECONDS - k) % TUNER_WINDOW_SECONDS];
 
-        for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
-                first = first && (!t->seconds[i].used || i == t->second_next);
+        return k < TUNER_WINDOW_SECONDS && s->used ? s : NULL;
+}
+
+/*
+ * The capacities from the window: the most each total delivered over TUNER_CAPACITY_SECONDS
+ * seconds in a row (a token bucket lets a burst through for a second or so: not what the
+ * device gives), but the current second, whose rates mix what was before the others came with
+ * what is now (unless it is all there is).
+ */
+static void learn_capacities(DepthTuner *t, uint64_t now) {
+        bool queued = false;
+        double most = -1;
+        unsigned used = 0, from = second_back(t, 1) ? 1 : 0;
+
         t->cap_own = t->cap_all = t->ref_ours = 0;
         t->share = 1;
-        t->cap_known = false;
-        for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++) {
-                const TunerSecond *s = &t->seconds[i];
+        for (unsigned k = from; second_back(t, k); k++) {
+                const TunerSecond *s = second_back(t, k);
+                double own = 0, all = 0, ours = 0;
+                unsigned n = 0;
 
-                if (!s->used || (i == t->second_next && !first))
-                        continue;
-                t->cap_own = MAX(t->cap_own, s->own_total);
-                t->ref_ours = MAX(t->ref_ours, s->ours);
-                if (s->all_total > most) { /* our share of the family: when it gave most */
-                        most = s->all_total;
+                for (; n < TUNER_CAPACITY_SECONDS && second_back(t, k + n); n++) {
+                        own += second_back(t, k + n)->own_total;
+                        all += second_back(t, k + n)->all_total;
+                        ours += second_back(t, k + n)->ours;
+                }
+                t->cap_own = MAX(t->cap_own, own / n);
+                t->ref_ours = MAX(t->ref_ours, ours / n);
+                if (all / n > most) { /* our share of the family: when it gave most */
+                        most = all / n;
                         t->share = s->share;
                 }
-                t->cap_all = MAX(t->cap_all, s->all_total);
+                t->cap_all = MAX(t->cap_all, all / n);
                 used++;
                 queued = queued || s->queued;
         }
@@ -256,9 +269,21 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
                 t->yield_settled = true;
         if (!t->yield_settled && now - t->yield_start_usec < TUNER_YIELD_SETTLE_USEC)
                 return;
-        if (t->queue_test == TUNER_QUEUE_NONE) { /* not while our pace is cut for a test */
-                t->cap_own = MAX(t->cap_own, own_total);
-                t->cap_all = MAX(t->cap_all, all_total);
+        /* Not while our pace is cut for a test, nor from seconds of before the yield. */
+        if (t->queue_test == TUNER_QUEUE_NONE &&
+            now - t->yield_start_usec >= (TUNER_CAPACITY_SECONDS + 1) * USEC_PER_SEC) {
+                double own = 0, all = 0;
+                unsigned n = 0;
+
+                /* over the last seconds, not a burst's */
+                for (; n < TUNER_CAPACITY_SECONDS && second_back(t, n + 1); n++) {
+                        own += second_back(t, n + 1)->own_total;
+                        all += second_back(t, n + 1)->all_total;
+                }
+                if (n == TUNER_CAPACITY_SECONDS) {
+                        t->cap_own = MAX(t->cap_own, own / n);
+                        t->cap_all = MAX(t->cap_all, all / n);
+                }
         }
         if (!t->cap_known) {
                 /* Growing until reads queue; then a second at that depth, saturated all of it:
@@ -314,14 +339,12 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         push_sample(t, now_usec);
         t->now = last_second(t, siblings, own_cost, other_cost);
         sec = current_second(t, now_usec);
+        /* The rates over the second that ends now (the ring holds a second of samples). */
         sec->used = true;
-        sec->ours = MAX(sec->ours, t->now.ours);
-        sec->own_total = MAX(sec->own_total, t->now.ours + own_cost);
-        if (t->now.ours + siblings + own_cost + other_cost > sec->all_total) {
-                sec->all_total = t->now.ours + siblings + own_cost + other_cost;
-                sec->share =
-                        t->now.ours + siblings > 0 ? t->now.ours / (t->now.ours + siblings) : 1;
-        }
+        sec->ours = t->now.ours;
+        sec->own_total = t->now.ours + own_cost;
+        sec->all_total = t->now.ours + siblings + own_cost + other_cost;
+        sec->share = t->now.ours + siblings > 0 ? t->now.ours / (t->now.ours + siblings) : 1;
         sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_target(tuner_base_latency(t)));
         sec->own_cost = MAX(sec->own_cost, own_cost);
         sec->other_cost = MAX(sec->other_cost, other_cost);

@@ -131,7 +131,8 @@
 #define TUNER_YIELD_TARGET_MAX_USEC (5 * USEC_PER_MSEC) /* ... at most 5 ms of their wait */
 #define TUNER_SAMPLE_USEC (100 * USEC_PER_MSEC)         /* tuner_sample()'s cadence */
 #define TUNER_RATE_SAMPLES 10                           /* rates over the last second */
-#define TUNER_WINDOW_SECONDS 30                         /* capacities: the most of 30 s */
+#define TUNER_WINDOW_SECONDS 30                         /* capacities: the most of 30 s ... */
+#define TUNER_CAPACITY_SECONDS 3 /* ... of what was delivered over 3 s in a row (not a burst) */
 #define TUNER_YIELD_MARGIN 0.5   /* leave the others what they take and half as much again */
 #define TUNER_YIELD_MIN_CUT 0.03 /* a cut under 3% of our rate: no yield */
 #define TUNER_YIELD_FLOOR \
@@ -186,10 +187,10 @@ typedef struct TunerSlot {
         uint64_t min_latency_usec; /* UINT64_MAX: no cold read completed */
 } TunerSlot;
 
-/* The most of each one-second rate seen in one second of samples: the capacity window. */
+/* One second of the capacity window: the rates over it, and the most the others cost in it. */
 typedef struct TunerSecond {
         double ours, own_total, all_total;
-        double share; /* ours / (ours + the siblings') when all_total was reached */
+        double share; /* ours / (ours + the siblings') */
         double own_cost, other_cost;
         bool queued; /* our reads queued at some sample of it: those totals were all there was */
         bool used;   /* has samples */
