@@ -91,19 +91,20 @@ static void learn_capacities(DepthTuner *t, uint64_t now) {
         t->share = 1;
         for (unsigned k = from; second_back(t, k); k++) {
                 const TunerSecond *s = second_back(t, k);
-                double own = 0, all = 0, ours = 0;
+                double own = 0, all = 0, ours = 0, siblings = 0;
                 unsigned n = 0;
 
                 for (; n < TUNER_CAPACITY_SECONDS && second_back(t, k + n); n++) {
                         own += second_back(t, k + n)->own_total;
                         all += second_back(t, k + n)->all_total;
                         ours += second_back(t, k + n)->ours;
+                        siblings += second_back(t, k + n)->siblings;
                 }
                 t->cap_own = MAX(t->cap_own, own / n);
                 t->ref_ours = MAX(t->ref_ours, ours / n);
                 if (all / n > most) { /* our share of the family: when it gave most */
                         most = all / n;
-                        t->share = s->share;
+                        t->share = ours + siblings > 0 ? ours / (ours + siblings) : 1;
                 }
                 t->cap_all = MAX(t->cap_all, all / n);
                 used++;
@@ -149,16 +150,22 @@ static double pace_for(DepthTuner *t) {
         return pace;
 }
 
-/* Reads in flight that carry @pace at the latency reads see now (Little's law), with some
- * slack, and never fewer than at the base latency and the yield's target: the pace, not the
- * depth, holds the rate, and a device whose latency grows with others' load (a busy one) must
- * not hold us under it. */
+/*
+ * Reads in flight that carry @pace at the latency reads see now (Little's law), with some
+ * slack: the pace, not the depth, holds the rate, and a device whose latency grows with the
+ * others' load (a busy one) must not hold us under it. The latency counted is at least the
+ * base's and the yield's target, and at most TUNER_YIELD_LATENCY_MAX times the base: a depth
+ * that followed a latency of its own making would only make it longer.
+ */
 static unsigned depth_for_pace(const DepthTuner *t, double pace) {
         uint64_t base = tuner_base_latency(t);
-        double request = t->request_bytes > 0 ? t->request_bytes : 1.0;
-        double latency = MAX(t->latency_usec, (double)(base + tuner_yield_target(base)));
-        double d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
+        double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
+               d;
 
+        if (base > 0)
+                latency = CLAMP(latency, (double)(base + tuner_yield_target(base)),
+                                (double)(TUNER_YIELD_LATENCY_MAX * base));
+        d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
         return tuner_clamp_yield(t, (uint64_t)ceil(d) + 1);
 }
 
@@ -344,7 +351,7 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->ours = t->now.ours;
         sec->own_total = t->now.ours + own_cost;
         sec->all_total = t->now.ours + siblings + own_cost + other_cost;
-        sec->share = t->now.ours + siblings > 0 ? t->now.ours / (t->now.ours + siblings) : 1;
+        sec->siblings = siblings;
         sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_target(tuner_base_latency(t)));
         sec->own_cost = MAX(sec->own_cost, own_cost);
         sec->other_cost = MAX(sec->other_cost, other_cost);
@@ -360,9 +367,13 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
                 tuner_end_slow_start(t, now_usec);
         /* A few samples of our own reads first: before, our rate (what a cut is a share of)
          * is not known, and neither is what the device gives. Until a whole second of them,
-         * while our reads ramp up, only a workload that takes most of it is one to yield to. */
+         * while our reads ramp up, only a workload on our own disk that takes most of it is
+         * one to yield to (the volumes beside ours may be siblings starting up with us: their
+         * first reads, the mapping of their file systems, show before they count them). */
         if (t->ring_n < TUNER_YIELD_FIRST_SAMPLES)
                 return false;
+        if (t->ring_n < TUNER_RATE_SAMPLES)
+                t->other_cost = 0;
         learn_capacities(t, now_usec);
         pace = pace_for(t);
         if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT ||
