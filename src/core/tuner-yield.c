@@ -51,21 +51,10 @@ static TunerSecond *current_second(DepthTuner *t, uint64_t now) {
                 t->second_usec = now;
         for (unsigned i = 0; now - t->second_usec >= USEC_PER_SEC; i++) {
                 t->second_next = (t->second_next + 1) % TUNER_WINDOW_SECONDS;
-                t->seconds[t->second_next] = (TunerSecond){0};
+                t->seconds[t->second_next] = (TunerSecond){.min_latency_usec = UINT64_MAX};
                 t->second_usec = i < TUNER_WINDOW_SECONDS ? t->second_usec + USEC_PER_SEC : now;
         }
         return &t->seconds[t->second_next];
-}
-
-/* Our reads waited in a queue lately: the smallest latency of the last @samples samples over
- * the base by more than @target. */
-static bool queued(const DepthTuner *t, unsigned samples, uint64_t target) {
-        uint64_t base = tuner_base_latency(t), lat = UINT64_MAX;
-
-        for (unsigned k = 1; k <= MIN(samples, t->ring_n); k++)
-                lat = MIN(lat, t->ring[(t->ring_next + TUNER_RATE_SAMPLES - k) % TUNER_RATE_SAMPLES]
-                                       .min_latency_usec);
-        return base > 0 && lat != UINT64_MAX && lat > base + target;
 }
 
 /* A second of the window, counting back from the current one (0); NULL if it has no samples. */
@@ -74,6 +63,31 @@ static const TunerSecond *second_back(const DepthTuner *t, unsigned k) {
                 &t->seconds[(t->second_next + TUNER_WINDOW_SECONDS - k) % TUNER_WINDOW_SECONDS];
 
         return k < TUNER_WINDOW_SECONDS && s->used ? s : NULL;
+}
+
+/*
+ * While yielding, the latency a read takes without our queue in front of it: the smallest of
+ * the last TUNER_YIELD_BASE_SECONDS seconds. Not the climb's base: that one may have been
+ * learned on other reads (warm blocks before the cold ones, a quieter device), and a busy
+ * device's reads all take longer while the others' load lasts. 0 while none completed.
+ */
+static uint64_t yield_base(const DepthTuner *t) {
+        uint64_t base = UINT64_MAX;
+
+        for (unsigned k = 0; k < TUNER_YIELD_BASE_SECONDS && second_back(t, k); k++)
+                base = MIN(base, second_back(t, k)->min_latency_usec);
+        return base == UINT64_MAX ? tuner_base_latency(t) : base;
+}
+
+/* Our reads waited in a queue lately: the smallest latency of the last @samples samples over
+ * @base by more than @target. */
+static bool queued(const DepthTuner *t, unsigned samples, uint64_t base, uint64_t target) {
+        uint64_t lat = UINT64_MAX;
+
+        for (unsigned k = 1; k <= MIN(samples, t->ring_n); k++)
+                lat = MIN(lat, t->ring[(t->ring_next + TUNER_RATE_SAMPLES - k) % TUNER_RATE_SAMPLES]
+                                       .min_latency_usec);
+        return base > 0 && lat != UINT64_MAX && lat > base + target;
 }
 
 /*
@@ -217,7 +231,7 @@ static void lower_capacities(DepthTuner *t, double by) {
  * queues are left alone for TUNER_QUEUE_IGNORE_USEC.
  */
 static void test_queue(DepthTuner *t, bool queue, uint64_t now) {
-        uint64_t length = MAX(USEC_PER_SEC, 4 * tuner_base_latency(t));
+        uint64_t length = MAX(USEC_PER_SEC, 4 * yield_base(t));
 
         switch (t->queue_test) {
         case TUNER_QUEUE_NONE:
@@ -264,8 +278,8 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
 
         /* A queue: the smallest latency of the last few samples over the target, so that a
          * read slowed by chance is not one. */
-        bool queue =
-                queued(t, TUNER_YIELD_QUEUE_SAMPLES, tuner_yield_target(tuner_base_latency(t)));
+        bool queue = queued(t, TUNER_YIELD_QUEUE_SAMPLES, yield_base(t),
+                            tuner_yield_target(yield_base(t)));
 
         /* The first second's rates still hold our reads from before the yield, and the queue
          * we held then takes a moment to drain: what is delivered says something only once it
@@ -352,7 +366,13 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->own_total = t->now.ours + own_cost;
         sec->all_total = t->now.ours + siblings + own_cost + other_cost;
         sec->siblings = siblings;
-        sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_target(tuner_base_latency(t)));
+        sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_base_latency(t),
+                              tuner_target(tuner_base_latency(t)));
+        if (t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES].min_latency_usec <
+            sec->min_latency_usec)
+                sec->min_latency_usec =
+                        t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES]
+                                .min_latency_usec;
         sec->own_cost = MAX(sec->own_cost, own_cost);
         sec->other_cost = MAX(sec->other_cost, other_cost);
         recent_costs(t);
