@@ -4,6 +4,7 @@
  * a queueing delay target. The yield to other I/O is tuner-yield.c's.
  */
 #include <assert.h>
+#include <math.h>
 
 #include "tuner-internal.h"
 #include "tuner.h"
@@ -106,6 +107,29 @@ static void slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t
                 t->round_bytes = 0;
         }
         t->start_min_usec = MIN(t->start_min_usec, latency);
+        if (t->round_rate == 0 && t->start_completions > 0 &&
+            latency > t->start_min_usec + tuner_target(t->start_min_usec)) {
+                /* In the first round, this read waited behind ours (a cap that lets through
+                 * far less than the depth we start at asks for): the depth that carries what
+                 * the device delivered over the last completions at the smallest latency plus
+                 * the target, if that is less than half of what we have. A read slowed by
+                 * chance on a fast device, or one that gives more the deeper it is driven,
+                 * asks for more than that. */
+                unsigned n = MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES);
+                uint64_t oldest = t->start_done_usec[t->start_completions % n];
+                double served = now > oldest ? (double)n * (double)bytes *
+                                                       (double)USEC_PER_SEC / (double)(now - oldest)
+                                             : INFINITY;
+                double d = served *
+                           (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
+                           (double)USEC_PER_SEC / (double)bytes;
+
+                if (2.0 * d < (double)t->depth) {
+                        end_slow_start(t, (unsigned)MAX(d + 0.5, 1.0), now);
+                        return;
+                }
+        }
+        t->start_done_usec[t->start_completions++ % TUNER_SLOW_START_SAMPLES] = now;
         if (t->round_completions < TUNER_SLOW_START_SAMPLES)
                 t->round_min_usec = MIN(t->round_min_usec, latency);
         t->round_bytes += (double)bytes;

@@ -287,6 +287,27 @@ static void test_tuner_gp3_holds_the_queue_short(void **state) {
         assert_in_range(tuner_base_latency(&t), 89 * MSEC, 91 * MSEC);
 }
 
+static void test_tuner_small_cap_no_long_queue(void **state) {
+        /* 6 MiB/s (a throttled volume, a sc1 at its baseline): a read takes 170 ms of the cap,
+         * and the 32 reads of the start are five seconds of queue, which the climb, whose
+         * epochs last a few mean latencies, would take minutes to drain (it held 40 reads,
+         * 3.1 s of queue, over these 23 s). The start sees its first reads queue behind each
+         * other and stops at once. The climb after it only ever sees the device through the
+         * 4 reads of its minimum depth (680 ms of queue here) and settles near 10. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 6.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 255, now);
+        run = drive(&t, &v, &now, 3 * SEC);
+        assert_true(run.queue_max <= 2.0 * SEC);
+        run = drive(&t, &v, &now, 20 * SEC);
+        assert_true(run.depth <= 12.0);
+        assert_true(run.queue_mean <= 2.0 * SEC);
+        assert_true(run.rate[0] >= 0.95 * 6.0 * MiB);
+}
+
 static void test_tuner_relearns_an_inflated_base(void **state) {
         /* The first reads all queued (a cap with no burst), so the first base is 256 ms; the
          * relearn epoch and the probes find the real 90 ms. */
@@ -787,6 +808,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_rig_curve_beats_fio),
                 cmocka_unit_test(test_tuner_fast_beats_fixed_32),
                 cmocka_unit_test(test_tuner_gp3_holds_the_queue_short),
+                cmocka_unit_test(test_tuner_small_cap_no_long_queue),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
                 cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
