@@ -259,9 +259,15 @@ static bool plan_next_read(Hydrator *h) {
                             .submit_usec = hydrator_now_usec()};
         if (!rate_allows(h, req.length))
                 return false;
-        if (reader_submit(h->reader, &req) < 0)
+        if (chunkmap_set_busy(m, first, count, true) < 0) {
+                hydrator_finish(h, HYDRATOR_FAILED,
+                                log_error_errno(-ENOMEM, "Failed to plan the next read: %m"));
                 return false;
-        chunkmap_set_busy(m, first, count, true);
+        }
+        if (reader_submit(h->reader, &req) < 0) {
+                (void)chunkmap_set_busy(m, first, count, false);
+                return false;
+        }
         h->cursor = first + count;
         return true;
 }
