@@ -34,6 +34,7 @@ typedef struct Job {
         int fd;      /* dup() of the device */
         int done_fd; /* eventfd: the thread's "finished" */
         uint64_t size;
+        uint32_t chunk_size;
         dev_t rdev;
         char *hot_paths, *sysfs_root;
         DiscoveryResult result;
@@ -77,7 +78,8 @@ static void *job_run(void *userdata) {
         Job *j = userdata;
         DiscoveryResult *res = &j->result;
 
-        res->mapped = fslayout_discover(j->fd, j->size, &res->layout, &res->error);
+        res->mapped =
+                fslayout_discover_chunks(j->fd, j->size, j->chunk_size, &res->layout, &res->error);
         if (j->hot_paths[strspn(j->hot_paths, " \t")] != '\0')
                 res->hot_error = hotpaths_resolve(j->hot_paths, j->rdev, j->sysfs_root, &res->hot,
                                                   &res->n_hot);
@@ -170,6 +172,7 @@ int discovery_start(Discovery **ret, sd_event *event, const DiscoveryRequest *re
         d->userdata = userdata;
         j->fd = j->done_fd = -1;
         j->size = req->size;
+        j->chunk_size = req->chunk_size;
         j->rdev = req->rdev;
         j->hot_paths = strdup(req->hot_paths ?: "");
         j->sysfs_root = strdup(req->sysfs_root);

@@ -79,7 +79,7 @@ Hydrator *hydrator_free(Hydrator *h) {
         return NULL;
 }
 
-int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot) {
+int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, size_t n_hot) {
         Plan *p;
         int r;
 
@@ -91,6 +91,10 @@ int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *ho
         plan_free(h->plan);
         h->plan = p;
         return 0;
+}
+
+uint32_t hydrator_chunk_size(const Hydrator *h) {
+        return h->state->map->chunk_size;
 }
 
 /* A device that changed size under the run (grown by EBS, or a loop device re-read) has blocks

@@ -96,11 +96,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Hydrator *, hydrator_free)
 
 /*
  * hydrator_set_layout() - plan by what the file systems of the device hold (@layout, or NULL
- * for "all used") and @hot byte ranges, in the order of plan.h, honouring Mode=. Before
- * hydrator_start() only. Without it the whole device is read in offset order.
- * Return: 0, -ENOMEM or -EBUSY (started already).
+ * for "all used"; its chunk kinds, if it has them, are taken over: see plan_new()) and @hot
+ * byte ranges, in the order of plan.h, honouring Mode=. Before hydrator_start() only. Without
+ * it the whole device is read in offset order.
+ * Return: 0, -ENOMEM, -EINVAL (chunk kinds of another chunk size) or -EBUSY (started already).
  */
-int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot);
+int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, size_t n_hot);
+
+/* hydrator_chunk_size() - the chunk size of the state: what fslayout_discover_chunks() needs. */
+uint32_t hydrator_chunk_size(const Hydrator *h);
 
 /*
  * hydrator_watch_activity() - give way to other I/O on the device (Yield=, tuner.h), told from

@@ -386,6 +386,7 @@ static int start_discovery(Run *run) {
         DiscoveryRequest req = {
                 .fd = run->dev->fd,
                 .size = run->dev->size,
+                .chunk_size = hydrator_chunk_size(run->hydrator),
                 .hot_paths = run->settings->hot_paths,
                 .sysfs_root = run->sysfs_root,
                 .key = run->key,

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layout by chunk (FsChunkKinds in fslayout.h): what the scanners report, applied as it comes
+ * to two bits a chunk, so that mapping a 64 TiB device costs the same few MiB however many ranges
+ * its file systems have. The last range is held back while the next one may still extend it, so
+ * that a free run the scanners hand over in pieces frees the chunks it covers whole. Pure, no I/O.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "fslayout.h"
+#include "util.h"
+
+int fs_chunk_kinds_new(FsChunkKinds **ret, uint64_t size, uint32_t chunk_size) {
+        _cleanup_(fs_chunk_kinds_freep) FsChunkKinds *k = NULL;
+        int r;
+
+        if (size == 0 || chunk_size == 0)
+                return -EINVAL;
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        k->size = size;
+        k->chunk_size = chunk_size;
+        k->n_chunks = DIV_ROUND_UP(size, chunk_size);
+        r = two_bit_array_new(&k->kinds, k->n_chunks, FS_CHUNK_UNKNOWN);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(k);
+        return 0;
+}
+
+FsChunkKinds *fs_chunk_kinds_free(FsChunkKinds *k) {
+        if (!k)
+                return NULL;
+        two_bit_array_free(k->kinds);
+        free(k);
+        return NULL;
+}
+
+/* A range of metadata or used bytes makes every chunk it touches that urgent; a free range frees
+ * only the chunks it covers whole (the last chunk of the device may be short). */
+static void apply(FsChunkKinds *k, FsRange r) {
+        uint64_t end, first, stop;
+
+        if (r.length == 0 || r.offset >= k->size)
+                return;
+        end = r.offset + MIN(r.length, k->size - r.offset);
+        if ((unsigned)r.kind >= _FS_RANGE_KIND_MAX)
+                r.kind = FS_RANGE_USED; /* unknown: used */
+        if (r.kind == FS_RANGE_FREE) {
+                first = DIV_ROUND_UP(r.offset, k->chunk_size);
+                stop = end == k->size ? k->n_chunks : end / k->chunk_size;
+        } else {
+                first = r.offset / k->chunk_size;
+                stop = DIV_ROUND_UP(end, k->chunk_size);
+        }
+        if (stop > first)
+                two_bit_array_lower(k->kinds, first, stop - first, (unsigned)r.kind);
+}
+
+void fs_chunk_kinds_add(FsChunkKinds *k, uint64_t offset, uint64_t length, FsRangeKind kind) {
+        FsRange *p = &k->pending;
+
+        if (length == 0)
+                return;
+        length = MIN(length, UINT64_MAX - offset);
+        if (p->length > 0 && p->kind == kind && p->offset + p->length == offset) {
+                p->length += MIN(length, UINT64_MAX - p->offset - p->length);
+                return;
+        }
+        apply(k, *p);
+        *p = (FsRange){.offset = offset, .length = length, .kind = kind};
+}
+
+void fs_chunk_kinds_flush(FsChunkKinds *k) {
+        apply(k, k->pending);
+        k->pending = (FsRange){};
+}
+
+int fs_chunk_kinds_from_layout(FsChunkKinds **ret, const FsLayout *l, uint64_t size,
+                               uint32_t chunk_size) {
+        FsChunkKinds *k;
+        int r;
+
+        r = fs_chunk_kinds_new(&k, size, chunk_size);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l->n_ranges; i++)
+                fs_chunk_kinds_add(k, l->ranges[i].offset, l->ranges[i].length, l->ranges[i].kind);
+        fs_chunk_kinds_flush(k);
+        *ret = k;
+        return 0;
+}
+
+FsRangeKind fs_chunk_kind(const FsChunkKinds *k, uint64_t chunk) {
+        unsigned v = two_bit_array_get(k->kinds, chunk);
+
+        return v == FS_CHUNK_UNKNOWN ? FS_RANGE_USED : (FsRangeKind)v;
+}
+
+uint64_t fs_chunk_kinds_bytes_in(const FsChunkKinds *k, uint64_t offset, uint64_t length,
+                                 FsRangeKind kind) {
+        uint64_t end, sum = 0;
+
+        if (offset >= k->size)
+                return 0;
+        end = offset + MIN(length, k->size - offset);
+        for (uint64_t c = offset / k->chunk_size; c * k->chunk_size < end; c++) {
+                uint64_t start = MAX(c * k->chunk_size, offset);
+                uint64_t stop = MIN((c + 1) * k->chunk_size, end);
+
+                if (fs_chunk_kind(k, c) == kind)
+                        sum += stop - start;
+        }
+        return sum;
+}
+
+size_t fs_chunk_kinds_memory(const FsChunkKinds *k) {
+        return sizeof(*k) + two_bit_array_memory(k->kinds);
+}
