@@ -379,6 +379,42 @@ static int take_bitmap(Source *src, ChunkMap *m) {
         return 0;
 }
 
+/* The bitmap counted, not kept: its chunks done, and whether the last one is. */
+static int count_bitmap(Source *src, uint64_t n_chunks, uint64_t *ret_done, bool *ret_last) {
+        size_t size = DIV_ROUND_UP(n_chunks, 8);
+        uint64_t done = 0;
+
+        for (size_t offset = 0; offset < size;) {
+                size_t n = MIN(size - offset, (size_t)STATE_IO_BUFFER);
+                int r = take(src, src->buf, n);
+
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        done += (uint64_t)__builtin_popcount(src->buf[i]);
+                offset += n;
+                if (offset == size) {
+                        unsigned tail = n_chunks % 8;
+
+                        if (tail != 0 && src->buf[n - 1] >> tail != 0)
+                                return -EBADMSG; /* a bit past the last chunk */
+                        *ret_last = src->buf[n - 1] >> ((n_chunks - 1) % 8) & 1u;
+                }
+        }
+        *ret_done = done;
+        return 0;
+}
+
+/* The bytes of @done chunks of @chunk_size, the last one (@last_done) possibly short. */
+static uint64_t done_bytes(uint64_t size, uint32_t chunk_size, uint64_t n_chunks, uint64_t done,
+                           bool last_done) {
+        uint64_t bytes = done * chunk_size;
+
+        if (last_done)
+                bytes -= n_chunks * chunk_size - size;
+        return bytes;
+}
+
 /* The CRC of all that was taken, and nothing after it. */
 static int take_crc(Source *src) {
         uint8_t crc[4];
@@ -391,7 +427,10 @@ static int take_crc(Source *src) {
         return expect_end(src);
 }
 
-static int decode_body(Source *src, uint64_t size, HydrateState *s) {
+/* The chunk map into s->map, or, with @summary, only counted into it (no map). */
+static int decode_body(Source *src, uint64_t size, HydrateState *s, StateSummary *summary) {
+        uint64_t n_done = 0;
+        bool last_done = false;
         Header h;
         int r;
 
@@ -403,20 +442,33 @@ static int decode_body(Source *src, uint64_t size, HydrateState *s) {
         r = take_key(src, s, h.key_len);
         if (r >= 0)
                 r = take_bad_ranges(src, s, h.n_bad);
-        if (r >= 0)
+        if (r >= 0 && !summary)
                 r = chunkmap_new(&s->map, h.dev_size, h.chunk_size);
         if (r >= 0)
-                r = take_bitmap(src, s->map);
+                r = summary ? count_bitmap(src, h.n_chunks, &n_done, &last_done)
+                            : take_bitmap(src, s->map);
         if (r >= 0)
                 r = take_crc(src);
         if (r < 0)
                 return r;
-        if (s->map->n_done != h.n_done || s->complete != chunkmap_complete(s->map))
+        if (!summary)
+                n_done = s->map->n_done;
+        if (n_done != h.n_done || s->complete != (n_done == h.n_chunks))
                 return -EBADMSG;
+        if (summary)
+                *summary = (StateSummary){
+                        .size = s->size,
+                        .complete = s->complete,
+                        .used_complete = s->used_complete,
+                        .done_bytes =
+                                done_bytes(h.dev_size, h.chunk_size, h.n_chunks, n_done, last_done),
+                        .n_bad = s->n_bad,
+                };
         return 0;
 }
 
-int state_decode_from(state_read_t read, void *userdata, uint64_t size, HydrateState **ret) {
+static int decode(state_read_t read, void *userdata, uint64_t size, HydrateState **ret,
+                  StateSummary *summary) {
         _cleanup_(state_freep) HydrateState *s = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
         Source src = {.read = read, .userdata = userdata};
@@ -437,11 +489,22 @@ int state_decode_from(state_read_t read, void *userdata, uint64_t size, HydrateS
                 return -EBADMSG;
         if (unaligned_read_le32(buf + 8) != STATE_VERSION)
                 return unknown_version(&src);
-        r = decode_body(&src, size, s);
+        r = decode_body(&src, size, s, summary);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(s);
+        if (summary)
+                memcpy(summary->key, s->key, sizeof(summary->key));
+        else
+                *ret = TAKE_PTR(s);
         return 0;
+}
+
+int state_decode_from(state_read_t read, void *userdata, uint64_t size, HydrateState **ret) {
+        return decode(read, userdata, size, ret, NULL);
+}
+
+int state_summary_from(state_read_t read, void *userdata, uint64_t size, StateSummary *ret) {
+        return decode(read, userdata, size, NULL, ret);
 }
 
 static ssize_t read_memory(void *userdata, void *buf, size_t n) {
@@ -472,4 +535,14 @@ static ssize_t read_fd(void *userdata, void *buf, size_t n) {
 
 int state_decode_fd(int fd, uint64_t size, HydrateState **ret) {
         return state_decode_from(read_fd, &fd, size, ret);
+}
+
+int state_summary_fd(int fd, uint64_t size, StateSummary *ret) {
+        return state_summary_from(read_fd, &fd, size, ret);
+}
+
+int state_summary(const uint8_t *buf, size_t size, StateSummary *ret) {
+        MemoryImage m = {.buf = (uint8_t *)buf, .size = size};
+
+        return state_summary_from(read_memory, &m, size, ret);
 }

@@ -186,22 +186,10 @@ int state_file_verdict(const struct stat *st, uid_t owner) {
         return 0;
 }
 
-/* Decodes the file open as @fd as it now is: one that changed size since it was looked at is
- * not whole, and the decoder says so. */
-static int decode_file(int fd, uid_t owner, HydrateState **ret) {
-        struct stat st;
-        int r;
-
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        /* Again: it may have been replaced since it was looked at. */
-        r = state_file_verdict(&st, owner);
-        if (r < 0)
-                return r;
-        return state_decode_fd(fd, (uint64_t)st.st_size, ret);
-}
-
-int state_load(int dir_fd, const char *key, HydrateState **ret) {
+/* Opens <dir>/<key>.state for reading, after a look at what it is (see state_load()); its size
+ * as it is now, looked at again, goes to *@ret_size: one that changed size since is not whole,
+ * and the decoder says so. */
+static int open_state_file(int dir_fd, const char *key, int *ret_fd, uint64_t *ret_size) {
         _cleanup_free_ char *name = state_file_name(key);
         _cleanup_close_ int fd = -1;
         struct stat st, dir_st;
@@ -224,7 +212,37 @@ int state_load(int dir_fd, const char *key, HydrateState **ret) {
         fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return errno == ENXIO ? -EBADMSG : -errno; /* ENXIO: a socket, swapped in */
-        return decode_file(fd, owner, ret);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* Again: it may have been replaced since it was looked at. */
+        r = state_file_verdict(&st, owner);
+        if (r < 0)
+                return r;
+        *ret_fd = TAKE_FD(fd);
+        *ret_size = (uint64_t)st.st_size;
+        return 0;
+}
+
+int state_load(int dir_fd, const char *key, HydrateState **ret) {
+        _cleanup_close_ int fd = -1;
+        uint64_t size;
+        int r;
+
+        r = open_state_file(dir_fd, key, &fd, &size);
+        if (r < 0)
+                return r;
+        return state_decode_fd(fd, size, ret);
+}
+
+int state_load_summary(int dir_fd, const char *key, StateSummary *ret) {
+        _cleanup_close_ int fd = -1;
+        uint64_t size;
+        int r;
+
+        r = open_state_file(dir_fd, key, &fd, &size);
+        if (r < 0)
+                return r;
+        return state_summary_fd(fd, size, ret);
 }
 
 int state_save(int dir_fd, const HydrateState *s) {

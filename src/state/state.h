@@ -90,6 +90,22 @@ int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size);
  * version, whole by its checksum); -ENOMEM; or @read's error.
  */
 int state_decode_from(state_read_t read, void *userdata, uint64_t size, HydrateState **ret);
+/* What a state file says in brief, without its chunk map (none is made): for a look at a state
+ * that costs STATE_IO_BUFFER bytes, whatever the size of the volume. */
+typedef struct StateSummary {
+        char key[STATE_KEY_MAX + 1];
+        uint64_t size; /* of the device */
+        bool complete;
+        bool used_complete;
+        uint64_t done_bytes; /* chunkmap_done_bytes() of its chunk map */
+        size_t n_bad;
+} StateSummary;
+
+/* state_summary_from() - state_decode_from(), every check the same, into a summary. */
+int state_summary_from(state_read_t read, void *userdata, uint64_t size, StateSummary *ret);
+int state_summary(const uint8_t *buf, size_t size, StateSummary *ret);
+int state_summary_fd(int fd, uint64_t size, StateSummary *ret);
+
 /* state_decode() - state_decode_from() on an image in memory. */
 int state_decode(const uint8_t *buf, size_t size, HydrateState **ret);
 /* state_decode_fd() - state_decode_from() on the file open as @fd, from its offset, @size bytes. */
@@ -133,6 +149,8 @@ int state_file_verdict(const struct stat *st, uid_t owner);
  * uid than the directory; -EFBIG if it is larger than STATE_FILE_MAX (never read).
  */
 int state_load(int dir_fd, const char *key, HydrateState **ret);
+/* state_load_summary() - state_load() into a summary: no chunk map is made. */
+int state_load_summary(int dir_fd, const char *key, StateSummary *ret);
 /* state_save() - atomically replace <dir>/<key>.state (mode 0600); any fsync failure is an error.
  */
 int state_save(int dir_fd, const HydrateState *s);
