@@ -99,19 +99,33 @@ FsRangeKind fs_chunk_kind(const FsChunkKinds *k, uint64_t chunk) {
         return v == FS_CHUNK_UNKNOWN ? FS_RANGE_USED : (FsRangeKind)v;
 }
 
+/* Bytes of [@start, @stop) (within one chunk, @c) if the chunk is of @kind. */
+static uint64_t part_of(const FsChunkKinds *k, uint64_t c, uint64_t start, uint64_t stop,
+                        FsRangeKind kind) {
+        return stop > start && fs_chunk_kind(k, c) == kind ? stop - start : 0;
+}
+
 uint64_t fs_chunk_kinds_bytes_in(const FsChunkKinds *k, uint64_t offset, uint64_t length,
                                  FsRangeKind kind) {
-        uint64_t end, sum = 0;
+        uint64_t end, first, last, sum;
 
-        if (offset >= k->size)
+        if (offset >= k->size || length == 0)
                 return 0;
         end = offset + MIN(length, k->size - offset);
-        for (uint64_t c = offset / k->chunk_size; c * k->chunk_size < end; c++) {
-                uint64_t start = MAX(c * k->chunk_size, offset);
-                uint64_t stop = MIN((c + 1) * k->chunk_size, end);
+        first = offset / k->chunk_size;
+        last = (end - 1) / k->chunk_size;
+        if (first == last)
+                return part_of(k, first, offset, end, kind);
+        /* The chunks at both ends in part, those between whole (counted a word at a time). */
+        sum = part_of(k, first, offset, (first + 1) * k->chunk_size, kind) +
+              part_of(k, last, last * k->chunk_size, end, kind);
+        if (last > first + 1) {
+                uint64_t n = two_bit_array_count(k->kinds, first + 1, last - first - 1, kind);
 
-                if (fs_chunk_kind(k, c) == kind)
-                        sum += stop - start;
+                if (kind == FS_RANGE_USED) /* unknown is used */
+                        n += two_bit_array_count(k->kinds, first + 1, last - first - 1,
+                                                 FS_CHUNK_UNKNOWN);
+                sum += n * k->chunk_size;
         }
         return sum;
 }

@@ -116,11 +116,17 @@ void two_bit_array_translate(TwoBitArray *a, const uint8_t table[4]) {
         }
 }
 
+/* The low bit of each entry of @word that is @value. */
+static uint64_t matches(uint64_t word, unsigned value) {
+        uint64_t x = word ^ replicate(value);
+
+        return ~(x | (x >> 1)) & LOW_BITS;
+}
+
 int two_bit_array_find(const TwoBitArray *a, uint64_t from, unsigned value, uint64_t *ret) {
         assert(value <= 3);
         for (uint64_t w = from / ENTRIES_PER_WORD; w < n_words(a->n); w++) {
-                uint64_t x = a->words[w] ^ replicate(value);
-                uint64_t match = ~(x | (x >> 1)) & LOW_BITS; /* the low bit of each equal entry */
+                uint64_t match = matches(a->words[w], value);
                 uint64_t i;
 
                 if (w == from / ENTRIES_PER_WORD) /* entries before @from do not count */
@@ -134,6 +140,22 @@ int two_bit_array_find(const TwoBitArray *a, uint64_t from, unsigned value, uint
                 return 0;
         }
         return -ENOENT;
+}
+
+uint64_t two_bit_array_count(const TwoBitArray *a, uint64_t first, uint64_t count, unsigned value) {
+        uint64_t end = first + MIN(count, a->n - MIN(first, a->n)), n = 0;
+
+        for (uint64_t i = first; i < end;) {
+                if (i % ENTRIES_PER_WORD == 0 && end - i >= ENTRIES_PER_WORD) {
+                        n += (uint64_t)__builtin_popcountll(
+                                matches(a->words[i / ENTRIES_PER_WORD], value));
+                        i += ENTRIES_PER_WORD;
+                        continue;
+                }
+                n += two_bit_array_get(a, i) == value;
+                i++;
+        }
+        return n;
 }
 
 bool two_bit_array_all(const TwoBitArray *a, unsigned value) {

@@ -35,6 +35,10 @@ void two_bit_array_translate(TwoBitArray *a, const uint8_t table[4]);
  * -ENOENT if there is none up to the end. */
 int two_bit_array_find(const TwoBitArray *a, uint64_t from, unsigned value, uint64_t *ret);
 
+/* two_bit_array_count() - how many entries of [@first, @first + @count) are @value; entries
+ * past the end are not counted. */
+uint64_t two_bit_array_count(const TwoBitArray *a, uint64_t first, uint64_t count, unsigned value);
+
 /* two_bit_array_all() - is every entry @value? */
 bool two_bit_array_all(const TwoBitArray *a, unsigned value);
 

@@ -84,6 +84,26 @@ static void test_two_bit_array_tail_not_an_entry(void **state) {
         assert_int_equal(two_bit_array_memory(a), sizeof(*a) + DIV_ROUND_UP(N, 32) * 8);
 }
 
+static void test_two_bit_array_count(void **state) {
+        _cleanup_(two_bit_array_freep) TwoBitArray *a = NULL;
+        uint8_t want[N];
+
+        assert_int_equal(two_bit_array_new(&a, N, 3), 0);
+        for (uint64_t i = 0; i < N; i++) {
+                want[i] = (uint8_t)(i * i % 5 % 4);
+                two_bit_array_lower(a, i, 1, want[i]);
+        }
+        for (uint64_t first = 0; first < N; first += 13)
+                for (uint64_t count = 0; count < N + 40; count += 29)
+                        for (unsigned v = 0; v < 4; v++) {
+                                uint64_t n = 0;
+
+                                for (uint64_t i = first; i < first + count && i < N; i++)
+                                        n += want[i] == v;
+                                assert_int_equal(two_bit_array_count(a, first, count, v), n);
+                        }
+}
+
 static void test_two_bit_array_translate(void **state) {
         static const uint8_t table[4] = {0, 2, 3, 2};
         _cleanup_(two_bit_array_freep) TwoBitArray *a = NULL;
@@ -103,6 +123,7 @@ int main(void) {
                 cmocka_unit_test(test_two_bit_array_lower),
                 cmocka_unit_test(test_two_bit_array_find),
                 cmocka_unit_test(test_two_bit_array_tail_not_an_entry),
+                cmocka_unit_test(test_two_bit_array_count),
                 cmocka_unit_test(test_two_bit_array_translate),
         };
 
