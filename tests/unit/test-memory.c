@@ -218,7 +218,7 @@ static int map_under_limit(const char *image, uint64_t size, uint32_t chunk_size
         FILE *f;
         char line[256];
         unsigned long data_kib = 0;
-        int fd;
+        int fd, r;
 
         f = fopen("/proc/self/status", "re");
         while (f && fgets(line, sizeof(line), f))
@@ -229,12 +229,17 @@ static int map_under_limit(const char *image, uint64_t size, uint32_t chunk_size
         if (data_kib == 0 || setrlimit(RLIMIT_DATA, &rl) < 0)
                 return 2;
         fd = open(image, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fslayout_discover_chunks(fd, size, chunk_size, &l, &error) < 0)
+        if (fd < 0 || fslayout_discover_chunks(fd, size, chunk_size, &l, &error) < 0) {
+                free(error);
                 return 2;
+        }
         for (size_t i = 0; i < l.n_notes; i++)
                 printf("  %s\n", l.notes[i]);
         fflush(stdout);
-        return fslayout_bytes(&l, FS_RANGE_FREE) > size / 2 ? 0 : 1;
+        r = fslayout_bytes(&l, FS_RANGE_FREE) > size / 2 ? 0 : 1;
+        fslayout_free(&l);
+        close(fd);
+        return r;
 }
 
 static void test_memory_ext4_by_chunk(void **state) {
