@@ -104,6 +104,7 @@ int plan_new(Plan **ret, const ChunkMap *m, FsLayout *layout, const ByteRange *h
              bool skip_free) {
         _cleanup_(plan_freep) Plan *p = NULL;
         _cleanup_(fs_chunk_kinds_freep) FsChunkKinds *kinds = NULL;
+        unsigned uniform;
         int r;
 
         r = layout_kinds(m, layout, &kinds);
@@ -114,9 +115,12 @@ int plan_new(Plan **ret, const ChunkMap *m, FsLayout *layout, const ByteRange *h
                 return -ENOMEM;
         p->n_chunks = m->n_chunks;
         p->last = skip_free ? PLAN_STAGE_USED : PLAN_STAGE_FREE;
-        if (kinds) {
+        if (kinds && !(fs_chunk_kinds_uniform(kinds, &uniform) &&
+                       stage_of_kind[uniform] == PLAN_STAGE_USED && n_hot == 0)) {
                 /* The kinds become the stages, in place: no second copy. */
-                p->stage = TAKE_PTR(kinds->kinds);
+                p->stage = fs_chunk_kinds_take(kinds);
+                if (!p->stage)
+                        return -ENOMEM;
                 two_bit_array_translate(p->stage, stage_of_kind);
         } else if (n_hot > 0) {
                 r = two_bit_array_new(&p->stage, m->n_chunks, PLAN_STAGE_USED);

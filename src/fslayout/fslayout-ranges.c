@@ -18,10 +18,8 @@
 int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeKind kind) {
         FsRange *last = l->n > 0 ? &l->ranges[l->n - 1] : NULL;
 
-        if (l->chunks) {
-                fs_chunk_kinds_add(l->chunks, offset, length, kind);
-                return 0;
-        }
+        if (l->chunks)
+                return fs_chunk_kinds_add(l->chunks, offset, length, kind);
         if (length == 0)
                 return 0;
         length = MIN(length, UINT64_MAX - offset);

@@ -601,7 +601,10 @@ static int add_notes(Discovery *d, const FsLayout *l) {
 /* The layout of what the scans added to d->list: normalised ranges, or the chunk kinds. */
 static int make_layout(Discovery *d, FsLayout *l) {
         if (d->list.chunks) {
-                fs_chunk_kinds_flush(d->list.chunks);
+                int r = fs_chunk_kinds_flush(d->list.chunks);
+
+                if (r < 0)
+                        return r;
                 l->chunks = TAKE_PTR(d->list.chunks);
                 return 0;
         }

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,8 +41,11 @@ typedef struct FsChunkKinds {
         uint64_t size; /* of the device, bytes */
         uint32_t chunk_size;
         uint64_t n_chunks;
-        TwoBitArray *kinds; /* an FsRangeKind per chunk, or FS_CHUNK_UNKNOWN (then used) */
-        FsRange pending;    /* the last range added, still growing: length 0 if none */
+        TwoBitArray *kinds; /* an FsRangeKind per chunk, or FS_CHUNK_UNKNOWN (then used); NULL
+                               while every chunk is @uniform (nothing at all known, or one
+                               range over the whole device: a blank one costs nothing) */
+        unsigned uniform;
+        FsRange pending; /* the last range added, still growing: length 0 if none */
 } FsChunkKinds;
 
 #define FS_CHUNK_UNKNOWN 3u /* no range touched the chunk: used */
@@ -94,18 +98,26 @@ int fslayout_discover_chunks(int fd, uint64_t device_size, uint32_t chunk_size, 
  * _cleanup_(fslayout_free) on an FsLayout variable. */
 void fslayout_free(FsLayout *l);
 
-/* fs_chunk_kinds_new() - every chunk unknown. -EINVAL if @size or @chunk_size is 0, -ENOMEM. */
+/* fs_chunk_kinds_new() - every chunk unknown (no array yet). -EINVAL if @size or @chunk_size is 0,
+ * -ENOMEM. */
 int fs_chunk_kinds_new(FsChunkKinds **ret, uint64_t size, uint32_t chunk_size);
 FsChunkKinds *fs_chunk_kinds_free(FsChunkKinds *k);
 DEFINE_TRIVIAL_CLEANUP_FUNC(FsChunkKinds *, fs_chunk_kinds_free)
 /* fs_chunk_kinds_add() - [@offset, @offset + @length) is of @kind (an invalid kind is used); a
- * range that goes on where the last one ended, with the same kind, extends it. */
-void fs_chunk_kinds_add(FsChunkKinds *k, uint64_t offset, uint64_t length, FsRangeKind kind);
+ * range that goes on where the last one ended, with the same kind, extends it. 0, or -ENOMEM
+ * when the array is made (at the first range that is not over the whole device). */
+int fs_chunk_kinds_add(FsChunkKinds *k, uint64_t offset, uint64_t length, FsRangeKind kind);
 /* fs_chunk_kinds_flush() - apply the last range added. Before any question is asked. */
-void fs_chunk_kinds_flush(FsChunkKinds *k);
+int fs_chunk_kinds_flush(FsChunkKinds *k);
 /* fs_chunk_kinds_from_layout() - the kinds of @l's ranges, by chunks of @chunk_size. */
 int fs_chunk_kinds_from_layout(FsChunkKinds **ret, const FsLayout *l, uint64_t size,
                                uint32_t chunk_size);
+/* fs_chunk_kinds_take() - the kinds as an array of its own (made now if every chunk is of one
+ * kind), for the plan to translate in place; @k is left without. NULL if out of memory. */
+TwoBitArray *fs_chunk_kinds_take(FsChunkKinds *k);
+/* fs_chunk_kinds_uniform() - is every chunk of one kind (then in *@ret, FS_CHUNK_UNKNOWN
+ * included), with no array made for it? */
+bool fs_chunk_kinds_uniform(const FsChunkKinds *k, unsigned *ret);
 /* fs_chunk_kind() - the kind of chunk @chunk: unknown is used. */
 FsRangeKind fs_chunk_kind(const FsChunkKinds *k, uint64_t chunk);
 /* fs_chunk_kinds_bytes_in() - how many bytes of [@offset, @offset + @length) lie in chunks of

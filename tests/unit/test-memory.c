@@ -132,6 +132,23 @@ static void test_memory_plan_64tib(void **state) {
         assert_int_equal(plan_stage_of(p, 20 * TiB / m->chunk_size), PLAN_STAGE_FREE);
         plan_free(p);
 
+        /* A device with nothing on it (one used range over all of it): no array at all. */
+        {
+                FsRange all = {0, 64 * TiB, FS_RANGE_USED};
+                FsLayout blank = {.ranges = &all, .n_ranges = 1};
+
+                allocated = 0;
+                assert_int_equal(
+                        fs_chunk_kinds_from_layout(&blank.chunks, &blank, m->size, m->chunk_size),
+                        0);
+                blank.n_ranges = 0;
+                assert_true(fs_chunk_kinds_memory(blank.chunks) <= SLACK);
+                assert_int_equal(plan_new(&p, m, &blank, NULL, 0, false), 0);
+                assert_true(allocated <= SLACK);
+                assert_false(p->fs_aware);
+                p = plan_free(p);
+        }
+
         /* The chunk kinds of a discovery by chunk are taken over, not copied. */
         assert_int_equal(
                 fs_chunk_kinds_from_layout(&layout.chunks, &layout, m->size, m->chunk_size), 0);
