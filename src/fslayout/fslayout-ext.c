@@ -7,10 +7,10 @@
  * holds more than a block or two of the file system at a time: not its group descriptors, not
  * its bitmaps (libext2fs would hold both whole: over 500 MiB for 16 TiB).
  */
+#include <endian.h>
 #include <errno.h>
 #include <et/com_err.h>
 #include <ext2fs/ext2fs.h>
-#include <endian.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
