@@ -84,7 +84,7 @@ Hydrator *hydrator_free(Hydrator *h) {
         return NULL;
 }
 
-int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot,
+int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, size_t n_hot,
                         PlanStage pending) {
         Plan *p;
         int r;
@@ -111,6 +111,10 @@ int hydrator_read_ahead(Hydrator *h, const ByteRange *ranges, size_t n) {
         }
         hydrator_fill(h);
         return 0;
+}
+
+uint32_t hydrator_chunk_size(const Hydrator *h) {
+        return h->state->map->chunk_size;
 }
 
 /* A device that changed size under the run (grown by EBS, or a loop device re-read) has blocks
@@ -312,9 +316,15 @@ static bool plan_next_read(Hydrator *h) {
                             .submit_usec = hydrator_now_usec()};
         if (!rate_allows(h, req.length))
                 return false;
-        if (reader_submit(h->reader, &req) < 0)
+        if (chunkmap_set_busy(m, first, count, true) < 0) {
+                hydrator_finish(h, HYDRATOR_FAILED,
+                                log_error_errno(-ENOMEM, "Failed to plan the next read: %m"));
                 return false;
-        chunkmap_set_busy(m, first, count, true);
+        }
+        if (reader_submit(h->reader, &req) < 0) {
+                (void)chunkmap_set_busy(m, first, count, false);
+                return false;
+        }
         if (!ahead)
                 h->cursor = first + count;
         return true;

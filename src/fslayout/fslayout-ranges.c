@@ -18,6 +18,8 @@
 int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeKind kind) {
         FsRange *last = l->n > 0 ? &l->ranges[l->n - 1] : NULL;
 
+        if (l->chunks)
+                return fs_chunk_kinds_add(l->chunks, offset, length, kind);
         if (length == 0)
                 return 0;
         length = MIN(length, UINT64_MAX - offset);
@@ -187,6 +189,8 @@ const FsRange *fslayout_find(const FsLayout *l, uint64_t offset) {
 uint64_t fslayout_bytes_in(const FsLayout *l, uint64_t offset, uint64_t length, FsRangeKind kind) {
         uint64_t end = offset + MIN(length, UINT64_MAX - offset), sum = 0;
 
+        if (l->chunks)
+                return fs_chunk_kinds_bytes_in(l->chunks, offset, length, kind);
         for (size_t i = first_ending_after(l, offset); i < l->n_ranges; i++) {
                 const FsRange *r = &l->ranges[i];
                 uint64_t start = MAX(r->offset, offset), stop = MIN(r->offset + r->length, end);
@@ -207,6 +211,7 @@ void fslayout_free(FsLayout *l) {
         if (!l)
                 return;
         free(l->ranges);
+        fs_chunk_kinds_free(l->chunks);
         for (size_t i = 0; i < l->n_notes; i++)
                 free(l->notes[i]);
         free(l->notes);

@@ -73,6 +73,7 @@ static void discovery_done(Discovery *d) {
         free(d->regions);
         free(d->table_type);
         fs_range_list_done(&d->extended);
+        fs_chunk_kinds_free(d->list.chunks);
         fs_range_list_done(&d->list);
         for (size_t i = 0; i < d->n_notes; i++)
                 free(d->notes[i]);
@@ -617,8 +618,22 @@ static int add_notes(Discovery *d, const FsLayout *l) {
         return r;
 }
 
-int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
-                      char **ret_error) {
+/* The layout of what the scans added to d->list: normalised ranges, or the chunk kinds. */
+static int make_layout(Discovery *d, FsLayout *l) {
+        if (d->list.chunks) {
+                int r = fs_chunk_kinds_flush(d->list.chunks);
+
+                if (r < 0)
+                        return r;
+                l->chunks = TAKE_PTR(d->list.chunks);
+                return 0;
+        }
+        return fs_ranges_normalize(d->list.ranges, d->list.n, d->size, &l->ranges, &l->n_ranges);
+}
+
+/* fslayout_discover() with @chunk_size 0, else fslayout_discover_chunks(). */
+static int discover(int fd, uint64_t device_size, uint32_t chunk_size, const FsLayoutHints *hints,
+                    FsLayout *ret, char **ret_error) {
         _cleanup_free_ char *error = NULL;
         Discovery d = {.hints = hints, .fd = -1, .size = device_size};
         FsLayout l = {};
@@ -627,6 +642,11 @@ int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, 
         if (device_size == 0) {
                 r = -EINVAL;
                 (void)set_string(&error, "The device is empty");
+        }
+        if (r >= 0 && chunk_size > 0) {
+                r = fs_chunk_kinds_new(&d.list.chunks, device_size, chunk_size);
+                if (r < 0)
+                        (void)set_string(&error, "Cannot map the device: out of memory");
         }
         if (r >= 0)
                 hint_probe(&d, 0, device_size);
@@ -639,7 +659,7 @@ int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, 
         if (r >= 0)
                 r = claim_unmapped(&d);
         if (r >= 0)
-                r = fs_ranges_normalize(d.list.ranges, d.list.n, d.size, &l.ranges, &l.n_ranges);
+                r = make_layout(&d, &l);
         if (r >= 0)
                 r = add_notes(&d, &l);
         if (r >= 0) {
@@ -657,4 +677,19 @@ int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, 
         }
         discovery_done(&d);
         return r;
+}
+
+int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
+                      char **ret_error) {
+        return discover(fd, device_size, 0, hints, ret, ret_error);
+}
+
+int fslayout_discover_chunks(int fd, uint64_t device_size, uint32_t chunk_size,
+                             const FsLayoutHints *hints, FsLayout *ret, char **ret_error) {
+        if (chunk_size == 0) {
+                if (ret_error)
+                        *ret_error = strdup("No chunk size");
+                return -EINVAL;
+        }
+        return discover(fd, device_size, chunk_size, hints, ret, ret_error);
 }
