@@ -84,6 +84,14 @@ Hydrator *hydrator_free(Hydrator *h) {
         return NULL;
 }
 
+/* The plan changed: every stage is planned again from the first, and reads go on. */
+static void replanned(Hydrator *h) {
+        h->stage = 0;
+        h->cursor = 0;
+        if (h->phase == HYDRATOR_HYDRATING && !plan_complete(h->plan))
+                hydrator_fill(h);
+}
+
 int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, size_t n_hot,
                         PlanStage pending) {
         Plan *p;
@@ -95,10 +103,17 @@ int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, siz
         plan_set_pending(p, pending);
         plan_free(h->plan);
         h->plan = p;
-        h->stage = 0;
-        h->cursor = 0;
-        if (h->phase == HYDRATOR_HYDRATING && !plan_complete(p))
-                hydrator_fill(h);
+        replanned(h);
+        return 0;
+}
+
+int hydrator_add_hot_paths(Hydrator *h, const ByteRange *hot, size_t n_hot) {
+        int r = plan_add_hot(h->plan, h->state->map, hot, n_hot);
+
+        if (r < 0)
+                return r;
+        plan_set_pending(h->plan, _PLAN_STAGE_MAX);
+        replanned(h);
         return 0;
 }
 

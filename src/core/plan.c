@@ -62,6 +62,8 @@ static void add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_h
 }
 
 static void count_bytes(Plan *p, const ChunkMap *m) {
+        memset(p->total_bytes, 0, sizeof(p->total_bytes));
+        memset(p->done_bytes, 0, sizeof(p->done_bytes));
         for (uint64_t c = 0; c < p->n_chunks; c++) {
                 uint64_t bytes = chunkmap_range_bytes(m, c, 1);
                 PlanStage s = plan_stage_of(p, c);
@@ -71,6 +73,22 @@ static void count_bytes(Plan *p, const ChunkMap *m) {
                         p->done_bytes[s] += bytes;
         }
         p->fs_aware = p->total_bytes[PLAN_STAGE_USED] < m->size;
+}
+
+int plan_add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot) {
+        int r;
+
+        if (n_hot > 0 && !p->stage) {
+                r = two_bit_array_new(&p->stage, m->n_chunks, PLAN_STAGE_USED);
+                if (r < 0)
+                        return r;
+        }
+        if (p->stage)
+                add_hot(p, m, hot, n_hot);
+        if (p->stage && two_bit_array_all(p->stage, PLAN_STAGE_USED))
+                p->stage = two_bit_array_free(p->stage); /* nothing but "used": no need */
+        count_bytes(p, m);
+        return 0;
 }
 
 /* The chunk kinds of @layout, taken over or made from its ranges; NULL if it has neither. */
@@ -117,22 +135,16 @@ int plan_new(Plan **ret, const ChunkMap *m, FsLayout *layout, const ByteRange *h
         p->last = skip_free ? PLAN_STAGE_USED : PLAN_STAGE_FREE;
         p->pending = _PLAN_STAGE_MAX;
         if (kinds && !(fs_chunk_kinds_uniform(kinds, &uniform) &&
-                       stage_of_kind[uniform] == PLAN_STAGE_USED && n_hot == 0)) {
+                       stage_of_kind[uniform] == PLAN_STAGE_USED)) {
                 /* The kinds become the stages, in place: no second copy. */
                 p->stage = fs_chunk_kinds_take(kinds);
                 if (!p->stage)
                         return -ENOMEM;
                 two_bit_array_translate(p->stage, stage_of_kind);
-        } else if (n_hot > 0) {
-                r = two_bit_array_new(&p->stage, m->n_chunks, PLAN_STAGE_USED);
-                if (r < 0)
-                        return r;
         }
-        if (p->stage)
-                add_hot(p, m, hot, n_hot);
-        if (p->stage && two_bit_array_all(p->stage, PLAN_STAGE_USED))
-                p->stage = two_bit_array_free(p->stage); /* nothing but "used": no need */
-        count_bytes(p, m);
+        r = plan_add_hot(p, m, hot, n_hot);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(p);
         return 0;
 }

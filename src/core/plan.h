@@ -77,6 +77,15 @@ void plan_set_pending(Plan *p, PlanStage stage);
 /* plan_known() - nothing pending: the plan is final. */
 bool plan_known(const Plan *p);
 
+/*
+ * plan_add_hot() - @hot joins the plan as plan_new() would have taken it: every chunk it touches
+ * is read with the hot paths unless it holds metadata. For a plan whose chunk kinds were taken
+ * over from a layout (fslayout_discover_chunks()), which cannot be planned from again: the
+ * stages change in place, no second copy. Bytes per stage are counted again from @m; what is
+ * pending does not change. Return: 0, or -ENOMEM (the plan unchanged).
+ */
+int plan_add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot);
+
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk);
 
 /* plan_memory() - bytes the plan holds on the heap. */

@@ -423,14 +423,19 @@ static void check_already(Run *run) {
         hydrator_stop(run->hydrator);
 }
 
-/* Plans by @res, HotPaths= included with @with_hot; ends the run if that fails. */
+/* Plans by @res's layout, or with @with_hot adds its HotPaths= to that plan; ends the run if
+ * that fails. */
 static bool replan(Run *run, DiscoveryResult *res, bool with_hot) {
         bool hot = has_hot_paths(run->settings);
         int r;
 
-        r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL,
-                                with_hot ? res->hot : NULL, with_hot ? res->n_hot : 0,
-                                hot && !with_hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
+        /* The plan takes the layout's chunk kinds over (no second copy of two bits a chunk): the
+         * hot paths join that plan, they do not make another from the layout. */
+        if (with_hot)
+                r = hydrator_add_hot_paths(run->hydrator, res->hot, res->n_hot);
+        else
+                r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL, NULL,
+                                        0, hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
         if (r < 0) {
                 log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
                 end_early(run, REPORT_EXIT_FAILED);
