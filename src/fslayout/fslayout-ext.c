@@ -45,8 +45,8 @@ static int add_blocks(ExtScan *s, blk64_t first, blk64_t count, FsRangeKind kind
  * The file system is opened with EXT2_FLAG_SUPER_ONLY: libext2fs would otherwise hold every group
  * descriptor (8 MiB for 16 TiB, 32 MiB for 64 TiB), and reads the block of one when asked for it
  * instead. Its accessors do not survive a failed read (they dereference what came back), so a
- * group's descriptor is read here first: the block stays in the I/O channel's cache, where the
- * accessors that follow find it.
+ * group's descriptor is read here first: the block stays in the I/O channel's cache
+ * (fslayout-readio.c keeps the last few blocks read), where the accessors that follow find it.
  */
 static bool group_readable(ext2_filsys fs, dgrp_t g) {
         return ext2fs_group_desc(fs, NULL, g) != NULL;
