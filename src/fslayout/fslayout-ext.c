@@ -187,14 +187,42 @@ static int add_group_metadata(ExtScan *s, dgrp_t group) {
         return r;
 }
 
-/* Block [@block, @block + @count) of the file system, in bytes of the device, to @l. */
+/* Block [@block, @block + @count) of the file system, in bytes of the device, to @l; a full
+ * batch (FSLAYOUT_HINTS_MAX) is told and emptied, so that the list does not grow with the file
+ * system (a range per group without flex_bg). */
 static int hint_blocks(ExtScan *s, FsRangeList *l, blk64_t block, blk64_t count) {
         uint64_t bs = s->fs->blocksize;
+        int r;
 
         if (block == 0 || block >= s->size / bs)
                 return 0;
-        return fs_range_list_add(l, s->offset + block * bs, MIN(count, s->size / bs - block) * bs,
-                                 FS_RANGE_METADATA);
+        r = fs_range_list_add(l, s->offset + block * bs, MIN(count, s->size / bs - block) * bs,
+                              FS_RANGE_METADATA);
+        if (r >= 0 && l->n >= FSLAYOUT_HINTS_MAX) {
+                fs_hint_ahead(s->hints, l);
+                l->n = 0;
+        }
+        return r;
+}
+
+/*
+ * The group descriptors, which check_descriptors() reads next, one block at a time: 32 MiB of
+ * them on 64 TiB (with meta_bg, a block in every 64 groups' first). Told once the superblock is
+ * read, before anything else.
+ */
+static void hint_descriptors(ExtScan *s) {
+        _cleanup_(fs_range_list_done) FsRangeList l = {};
+        ext2_filsys fs = s->fs;
+        int r = 0;
+
+        if (!s->hints || !s->hints->ahead)
+                return;
+        for (blk64_t i = 0; r >= 0 && i < fs->desc_blocks; i++)
+                r = hint_blocks(s, &l,
+                                ext2fs_descriptor_block_loc2(fs, fs->super->s_first_data_block, i),
+                                1);
+        if (r >= 0)
+                fs_hint_ahead(s->hints, &l);
 }
 
 /*
@@ -441,6 +469,7 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
         *ret_detail = NULL;
         e = open_read_only(path, offset, &s.fs);
         if (e == 0) {
+                hint_descriptors(&s);
                 e = check_descriptors(s.fs);
                 if (e != 0)
                         (void)ext2fs_close_free(&s.fs);

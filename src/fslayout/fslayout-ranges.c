@@ -49,12 +49,17 @@ void fs_hint_ahead(const FsLayoutHints *hints, const FsRangeList *l) {
 
         if (!hints || !hints->ahead || l->n == 0)
                 return;
-        v = malloc(l->n * sizeof(ByteRange));
+        v = malloc(MIN(l->n, (size_t)FSLAYOUT_HINTS_MAX) * sizeof(ByteRange));
         if (!v)
                 return;
-        for (size_t i = 0; i < l->n; i++)
-                v[i] = (ByteRange){l->ranges[i].offset, l->ranges[i].length};
-        hints->ahead(v, l->n, hints->userdata);
+        for (size_t done = 0; done < l->n;) {
+                size_t n = MIN(l->n - done, (size_t)FSLAYOUT_HINTS_MAX);
+
+                for (size_t i = 0; i < n; i++)
+                        v[i] = (ByteRange){l->ranges[done + i].offset, l->ranges[done + i].length};
+                hints->ahead(v, n, hints->userdata);
+                done += n;
+        }
 }
 
 void fs_range_list_done(FsRangeList *l) {

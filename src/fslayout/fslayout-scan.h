@@ -30,7 +30,8 @@ int fs_range_list_append(FsRangeList *to, const FsRangeList *from);
 void fs_range_list_done(FsRangeList *l);
 
 /* fs_hint_ahead() - tell @hints (NULL: nobody) the ranges of @l (their kind does not matter)
- * as reads to come (FsLayoutHints). Out of memory, the hint is dropped: it only orders reads. */
+ * as reads to come (FsLayoutHints), FSLAYOUT_HINTS_MAX at most a call. Out of memory, the hint
+ * is dropped: it only orders reads. */
 void fs_hint_ahead(const FsLayoutHints *hints, const FsRangeList *l);
 
 /* What a scanner found out. Negative errno values (out of memory only) are fatal. */

@@ -68,8 +68,12 @@ typedef struct FsLayout {
  * the headers of XFS's allocation groups and each level of their btrees. The discovery reads
  * them with single blocking reads; a reader that fetches them meanwhile, many at once, makes
  * those reads find warm blocks instead of waiting for one cold block after another. Only
- * ordering: nothing depends on it being heeded.
+ * ordering: nothing depends on it being heeded. At most FSLAYOUT_HINTS_MAX ranges a call (more
+ * come in calls that follow, in order), so that telling them costs memory that does not grow
+ * with the file system.
  */
+#define FSLAYOUT_HINTS_MAX 4096u
+
 typedef struct FsLayoutHints {
         void (*ahead)(const ByteRange *ranges, size_t n, void *userdata);
         void *userdata;
