@@ -402,12 +402,14 @@ static int find_mount(Discovery *d, Region *region, char **ret_path, int *ret_fd
  * while mounted, and what is on disk may lag behind by the blocks the file system gained or gave
  * up since: good enough for an order of reading, and free space is never taken from it. Read
  * first, so that the bitmaps and btree blocks the kernel reads for GETFSMAP were fetched ahead
- * (hints). Returns 1 if GETFSMAP mapped the region, 0 to go on as if unmounted (state set), or
- * -ENOMEM.
+ * (hints). By chunk, what is read goes straight into the chunk kinds, as it comes (a list of the
+ * ranges of every group's metadata would grow with the file system); if GETFSMAP fails, the
+ * scan that follows only says it again. Returns 1 if GETFSMAP mapped the region, 0 to go on as
+ * if unmounted (state set), or -ENOMEM.
  */
 static int scan_mounted(Discovery *d, Region *region, bool xfs, int mount_fd,
                         const char *mount_point) {
-        _cleanup_(fs_range_list_done) FsRangeList own = {};
+        _cleanup_(fs_range_list_done) FsRangeList own = {.chunks = d->list.chunks};
         _cleanup_free_ char *failure = NULL, *ignored = NULL;
         int r, own_r;
 

@@ -285,6 +285,60 @@ static void test_memory_ext4_by_chunk(void **state) {
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* What the project's code allocates to map @path (@size bytes) by chunk, its notes printed under
+ * @title; a note must hold @method. */
+static uint64_t allocated_to_map(const char *path, uint64_t size, const char *method,
+                                 const char *title) {
+        FsLayout l = {};
+        char *error = NULL;
+        uint64_t bytes;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        allocated = 0;
+        if (fslayout_discover_chunks(fd, size, chunk_size_for(size), NULL, &l, &error) < 0)
+                fail_msg("fslayout_discover_chunks(%s): %s", path, strempty(error));
+        bytes = allocated;
+        print_layout(title, &l);
+        print_message("  %llu bytes allocated\n", (unsigned long long)bytes);
+        assert_true(has_note(&l, method, NULL));
+        fslayout_free(&l);
+        close(fd);
+        return bytes;
+}
+
+/*
+ * A mounted ext4 by chunk: what its own scan reads (the journal, and the metadata of each of
+ * 8 K block groups: 1 KiB blocks, 1024 a group, no flex_bg, so a range of bitmaps per group)
+ * goes into the chunk kinds as it comes, as when the same disk is read as an image file, not
+ * into a list that grows with the file system. The one difference allowed is GETFSMAP's batch
+ * of records (1024 of 64 bytes).
+ */
+static void test_memory_mounted_ext4_by_chunk(void **state) {
+        Fixture *f = *state;
+        uint64_t size = 8 * GiB, mounted, image;
+        char p1[96];
+
+        REQUIRE_ROOT();
+        REQUIRE_TOOLS("sgdisk", "losetup", "partx", "mkfs.ext4");
+        make_image(f, size);
+        assert_int_equal(run("sgdisk -o -n1:2048:0 %s >/dev/null", f->image), 0);
+        attach(f);
+        (void)snprintf(p1, sizeof(p1), "%sp1", f->loop);
+        assert_int_equal(run("mkfs.ext4 -q -F -b 1024 -g 1024 -O ^flex_bg,^resize_inode "
+                             "-E lazy_itable_init=1,lazy_journal_init=1,nodiscard %s "
+                             ">/dev/null 2>&1",
+                             p1),
+                         0);
+        mount_p1(f, "ext4");
+
+        mounted = allocated_to_map(f->loop, size, "GETFSMAP, libext2fs for the journal",
+                                   "mounted ext4, 8 GiB, 8 K groups");
+        image = allocated_to_map(f->image, size, "journal needs recovery",
+                                 "its image file, read while the disk is mounted");
+        assert_true(mounted <= image + 64 * KiB + SLACK);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_memory_chunkmap_64tib),
@@ -292,6 +346,7 @@ int main(void) {
                 cmocka_unit_test(test_memory_save_64tib),
                 cmocka_unit_test(test_memory_load_64tib),
                 FIXTURE_TEST(test_memory_ext4_by_chunk),
+                FIXTURE_TEST(test_memory_mounted_ext4_by_chunk),
         };
 
         add_sbin_to_path();
