@@ -14,7 +14,9 @@
  * (hydrator-internal.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -22,6 +24,7 @@
 
 #include "hydrator-internal.h"
 #include "log.h"
+#include "sysfs.h"
 #include "util.h"
 
 uint64_t hydrator_request_bytes(const Hydrator *h) {
@@ -391,6 +394,19 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /*
+ * How many more events io_setup() may ask for now: fs.aio-max-nr less fs.aio-nr (the kernel
+ * counts what each caller asked for against the limit). 0 when unknown: /proc unreadable.
+ */
+static unsigned aio_room(void) {
+        uint64_t max, used;
+
+        if (sysfs_read_u64_at(AT_FDCWD, "/proc/sys/fs/aio-max-nr", &max) < 0 ||
+            sysfs_read_u64_at(AT_FDCWD, "/proc/sys/fs/aio-nr", &used) < 0 || used >= max)
+                return 0;
+        return (unsigned)MIN(max - used, (uint64_t)UINT_MAX);
+}
+
+/*
  * Sets up the reader. io_setup() fails with EAGAIN while other processes hold what the
  * fs.aio-max-nr sysctl allows: QueueDepth=auto then makes do with a smaller depth, and when
  * even its minimum does not fit (or the depth is fixed), the run waits and tries again every
@@ -409,9 +425,14 @@ static int start_reader(Hydrator *h) {
         for (;;) {
                 r = reader_new(&h->reader, h->event, d->fd, max, hydrator_request_bytes(h),
                                d->logical_block_size, on_read_complete, h);
+                unsigned room;
+
                 if (r != -EAGAIN || h->tuner.fixed || max <= h->tuner.min)
                         break;
-                max = MAX(max / 2, h->tuner.min);
+                /* As many as the sysctl leaves, when that is fewer than we asked for and no
+                 * fewer than the minimum; halving otherwise (unknown, or it changed under us). */
+                room = aio_room();
+                max = room >= h->tuner.min && room < max ? room : MAX(max / 2, h->tuner.min);
         }
         if (r == -EAGAIN) {
                 if (!h->waiting_for_aio)

@@ -30,6 +30,7 @@ typedef struct Neighbour {
         uint64_t saves;       /* its save count at the sample before */
         unsigned new_saves;   /* saves it began since then (one under way counts) */
         bool found;           /* its sibling was found (or came back) at this sample */
+        uint64_t found_usec;  /* when it was */
 } Neighbour;
 
 struct Neighbours {
@@ -215,13 +216,17 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                                                  .bytes_per_request = x->view.bytes_per_request}
                                 : (ActivityOurs){0};
                 /* A sibling found now: what its disk did since the last sample was its own. */
-                if (x->found)
+                if (x->found) {
                         activity_rebase(&x->activity, &st, ours.bytes);
+                        x->found_usec = now_usec;
+                }
                 x->found = false;
                 save_allowance(own, x->dev, &allowance);
                 neighbours_save_allowance(n, x->dev, &allowance);
                 activity_sample(&x->activity, &st, &ours, &allowance, now_usec, &f);
                 cost = activity_cost(&f);
+                if (x->fresh && now_usec - x->found_usec < NEIGHBOURS_SIBLING_START_USEC)
+                        cost = 0;
                 ret->siblings += f.ours;
                 ret->cost += cost;
                 if (cost > busiest) {

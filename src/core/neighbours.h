@@ -17,6 +17,10 @@
 #include "util.h"
 
 #define NEIGHBOURS_RESCAN_USEC (5 * USEC_PER_SEC)
+/* A sibling's first seconds, as we find it: the reads of its start-up (the mapping of its file
+ * systems, in threads it tells of later) show on its disk before its publication counts them;
+ * they are not a workload. */
+#define NEIGHBOURS_SIBLING_START_USEC (3 * USEC_PER_SEC)
 #define NEIGHBOURS_MAX 64 /* more disks than that are not watched (the first ones in order) */
 
 typedef struct Neighbours Neighbours;

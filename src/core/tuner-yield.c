@@ -51,21 +51,10 @@ static TunerSecond *current_second(DepthTuner *t, uint64_t now) {
                 t->second_usec = now;
         for (unsigned i = 0; now - t->second_usec >= USEC_PER_SEC; i++) {
                 t->second_next = (t->second_next + 1) % TUNER_WINDOW_SECONDS;
-                t->seconds[t->second_next] = (TunerSecond){0};
+                t->seconds[t->second_next] = (TunerSecond){.min_latency_usec = UINT64_MAX};
                 t->second_usec = i < TUNER_WINDOW_SECONDS ? t->second_usec + USEC_PER_SEC : now;
         }
         return &t->seconds[t->second_next];
-}
-
-/* Our reads waited in a queue lately: the smallest latency of the last @samples samples over
- * the base by more than @target. */
-static bool queued(const DepthTuner *t, unsigned samples, uint64_t target) {
-        uint64_t base = tuner_base_latency(t), lat = UINT64_MAX;
-
-        for (unsigned k = 1; k <= MIN(samples, t->ring_n); k++)
-                lat = MIN(lat, t->ring[(t->ring_next + TUNER_RATE_SAMPLES - k) % TUNER_RATE_SAMPLES]
-                                       .min_latency_usec);
-        return base > 0 && lat != UINT64_MAX && lat > base + target;
 }
 
 /* A second of the window, counting back from the current one (0); NULL if it has no samples. */
@@ -74,6 +63,31 @@ static const TunerSecond *second_back(const DepthTuner *t, unsigned k) {
                 &t->seconds[(t->second_next + TUNER_WINDOW_SECONDS - k) % TUNER_WINDOW_SECONDS];
 
         return k < TUNER_WINDOW_SECONDS && s->used ? s : NULL;
+}
+
+/*
+ * While yielding, the latency a read takes without our queue in front of it: the smallest of
+ * the last TUNER_YIELD_BASE_SECONDS seconds. Not the climb's base: that one may have been
+ * learned on other reads (warm blocks before the cold ones, a quieter device), and a busy
+ * device's reads all take longer while the others' load lasts. 0 while none completed.
+ */
+static uint64_t yield_base(const DepthTuner *t) {
+        uint64_t base = UINT64_MAX;
+
+        for (unsigned k = 0; k < TUNER_YIELD_BASE_SECONDS && second_back(t, k); k++)
+                base = MIN(base, second_back(t, k)->min_latency_usec);
+        return base == UINT64_MAX ? tuner_base_latency(t) : base;
+}
+
+/* Our reads waited in a queue lately: the smallest latency of the last @samples samples over
+ * @base by more than @target. */
+static bool queued(const DepthTuner *t, unsigned samples, uint64_t base, uint64_t target) {
+        uint64_t lat = UINT64_MAX;
+
+        for (unsigned k = 1; k <= MIN(samples, t->ring_n); k++)
+                lat = MIN(lat, t->ring[(t->ring_next + TUNER_RATE_SAMPLES - k) % TUNER_RATE_SAMPLES]
+                                       .min_latency_usec);
+        return base > 0 && lat != UINT64_MAX && lat > base + target;
 }
 
 /*
@@ -91,19 +105,20 @@ static void learn_capacities(DepthTuner *t, uint64_t now) {
         t->share = 1;
         for (unsigned k = from; second_back(t, k); k++) {
                 const TunerSecond *s = second_back(t, k);
-                double own = 0, all = 0, ours = 0;
+                double own = 0, all = 0, ours = 0, siblings = 0;
                 unsigned n = 0;
 
                 for (; n < TUNER_CAPACITY_SECONDS && second_back(t, k + n); n++) {
                         own += second_back(t, k + n)->own_total;
                         all += second_back(t, k + n)->all_total;
                         ours += second_back(t, k + n)->ours;
+                        siblings += second_back(t, k + n)->siblings;
                 }
                 t->cap_own = MAX(t->cap_own, own / n);
                 t->ref_ours = MAX(t->ref_ours, ours / n);
                 if (all / n > most) { /* our share of the family: when it gave most */
                         most = all / n;
-                        t->share = s->share;
+                        t->share = ours + siblings > 0 ? ours / (ours + siblings) : 1;
                 }
                 t->cap_all = MAX(t->cap_all, all / n);
                 used++;
@@ -149,16 +164,22 @@ static double pace_for(DepthTuner *t) {
         return pace;
 }
 
-/* Reads in flight that carry @pace at the latency reads see now (Little's law), with some
- * slack, and never fewer than at the base latency and the yield's target: the pace, not the
- * depth, holds the rate, and a device whose latency grows with others' load (a busy one) must
- * not hold us under it. */
+/*
+ * Reads in flight that carry @pace at the latency reads see now (Little's law), with some
+ * slack: the pace, not the depth, holds the rate, and a device whose latency grows with the
+ * others' load (a busy one) must not hold us under it. The latency counted is at least the
+ * base's and the yield's target, and at most TUNER_YIELD_LATENCY_MAX times the base: a depth
+ * that followed a latency of its own making would only make it longer.
+ */
 static unsigned depth_for_pace(const DepthTuner *t, double pace) {
         uint64_t base = tuner_base_latency(t);
-        double request = t->request_bytes > 0 ? t->request_bytes : 1.0;
-        double latency = MAX(t->latency_usec, (double)(base + tuner_yield_target(base)));
-        double d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
+        double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
+               d;
 
+        if (base > 0)
+                latency = CLAMP(latency, (double)(base + tuner_yield_target(base)),
+                                (double)(TUNER_YIELD_LATENCY_MAX * base));
+        d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
         return tuner_clamp_yield(t, (uint64_t)ceil(d) + 1);
 }
 
@@ -210,7 +231,7 @@ static void lower_capacities(DepthTuner *t, double by) {
  * queues are left alone for TUNER_QUEUE_IGNORE_USEC.
  */
 static void test_queue(DepthTuner *t, bool queue, uint64_t now) {
-        uint64_t length = MAX(USEC_PER_SEC, 4 * tuner_base_latency(t));
+        uint64_t length = MAX(USEC_PER_SEC, 4 * yield_base(t));
 
         switch (t->queue_test) {
         case TUNER_QUEUE_NONE:
@@ -257,8 +278,8 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
 
         /* A queue: the smallest latency of the last few samples over the target, so that a
          * read slowed by chance is not one. */
-        bool queue =
-                queued(t, TUNER_YIELD_QUEUE_SAMPLES, tuner_yield_target(tuner_base_latency(t)));
+        bool queue = queued(t, TUNER_YIELD_QUEUE_SAMPLES, yield_base(t),
+                            tuner_yield_target(yield_base(t)));
 
         /* The first second's rates still hold our reads from before the yield, and the queue
          * we held then takes a moment to drain: what is delivered says something only once it
@@ -344,8 +365,14 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->ours = t->now.ours;
         sec->own_total = t->now.ours + own_cost;
         sec->all_total = t->now.ours + siblings + own_cost + other_cost;
-        sec->share = t->now.ours + siblings > 0 ? t->now.ours / (t->now.ours + siblings) : 1;
-        sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_target(tuner_base_latency(t)));
+        sec->siblings = siblings;
+        sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_base_latency(t),
+                              tuner_target(tuner_base_latency(t)));
+        if (t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES].min_latency_usec <
+            sec->min_latency_usec)
+                sec->min_latency_usec =
+                        t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES]
+                                .min_latency_usec;
         sec->own_cost = MAX(sec->own_cost, own_cost);
         sec->other_cost = MAX(sec->other_cost, other_cost);
         recent_costs(t);
@@ -360,9 +387,13 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
                 tuner_end_slow_start(t, now_usec);
         /* A few samples of our own reads first: before, our rate (what a cut is a share of)
          * is not known, and neither is what the device gives. Until a whole second of them,
-         * while our reads ramp up, only a workload that takes most of it is one to yield to. */
+         * while our reads ramp up, only a workload on our own disk that takes most of it is
+         * one to yield to (the volumes beside ours may be siblings starting up with us: their
+         * first reads, the mapping of their file systems, show before they count them). */
         if (t->ring_n < TUNER_YIELD_FIRST_SAMPLES)
                 return false;
+        if (t->ring_n < TUNER_RATE_SAMPLES)
+                t->other_cost = 0;
         learn_capacities(t, now_usec);
         pace = pace_for(t);
         if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT ||

@@ -65,6 +65,8 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
         };
         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                 t->base_hist[i] = UINT64_MAX;
+        for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
+                t->seconds[i].min_latency_usec = UINT64_MAX;
         t->depth = clamp_depth(t, start);
         t->round_depth = t->round_prev_depth = t->depth;
         if (t->depth == t->max) /* nothing to start slowly towards */

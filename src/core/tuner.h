@@ -152,7 +152,9 @@
 #define TUNER_KNOWN_SECONDS 3        /* a capacity from fewer seconds than this is not known */
 #define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads ... */
 #define TUNER_YIELD_EARLY_CUT 0.5    /* ... nor before a second of them, but for a cut of half */
-#define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency */
+#define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency ... */
+#define TUNER_YIELD_LATENCY_MAX 3    /* ... a latency of at most 3 x the base */
+#define TUNER_YIELD_BASE_SECONDS 10  /* yielding, the base: the smallest latency of 10 s */
 
 /* A queue seen while yielding, and the test of whether it is ours (tuner-yield.c). */
 typedef enum TunerQueueTest {
@@ -190,7 +192,8 @@ typedef struct TunerSlot {
 /* One second of the capacity window: the rates over it, and the most the others cost in it. */
 typedef struct TunerSecond {
         double ours, own_total, all_total;
-        double share; /* ours / (ours + the siblings') */
+        double siblings;           /* what the siblings read */
+        uint64_t min_latency_usec; /* the smallest cold latency in it; UINT64_MAX none */
         double own_cost, other_cost;
         bool queued; /* our reads queued at some sample of it: those totals were all there was */
         bool used;   /* has samples */

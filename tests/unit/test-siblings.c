@@ -230,6 +230,36 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
         sibling_pub_free(p);
 }
 
+/* A sibling starting with us: its disk reads more than it tells of (the mapping of its file
+ * systems), and for its first seconds that is not a workload; what goes on after is. */
+static void test_siblings_start_up_is_not_a_workload(void **state) {
+        Fixture *f = *state;
+        SiblingPub *p = NULL;
+        Neighbours *n = NULL;
+        NeighbourFigures nb;
+        uint64_t now = SEC, told = 0, read = 0;
+
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), NULL, 0, now),
+                         0);
+        assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
+        for (unsigned i = 0; i < 50; i++) {
+                now += 100 * USEC_PER_MSEC;
+                told += 2 * MiB;
+                read += 3 * MiB; /* a third of it not told of */
+                write_stat(f, "loop991", read / MiB, 0, 4);
+                sibling_pub_reads(p, told, 4, 512 * 1024, now);
+                neighbours_sample(n, now, NULL, &nb);
+                if (now - SEC < NEIGHBOURS_SIBLING_START_USEC)
+                        assert_true(nb.cost == 0);
+        }
+        assert_int_equal(neighbours_siblings(n), 1);
+        assert_true(nb.siblings > 19.0 * MiB && nb.siblings < 21.0 * MiB);
+        assert_true(nb.cost > 9.0 * MiB && nb.cost < 11.0 * MiB);
+        assert_string_equal(nb.busiest, "loop991");
+        neighbours_free(n);
+        sibling_pub_free(p);
+}
+
 /* A sibling that starts after us: its reads are its own from the first, not a workload for the
  * seconds until the next scan. */
 static void test_siblings_found_when_their_disk_reads(void **state) {
@@ -328,6 +358,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_siblings_refuse_what_is_planted, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_replaced_and_left_alone, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_start_up_is_not_a_workload, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_neighbours_subtract_their_reads,
                                                 setup, teardown),
