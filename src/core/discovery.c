@@ -42,6 +42,7 @@ typedef struct Job {
         int fd;      /* dup() of the device */
         int done_fd; /* eventfd: a message, or the thread's "finished" */
         uint64_t size;
+        uint32_t chunk_size;
         dev_t rdev;
         char *hot_paths, *sysfs_root;
         DiscoveryResult result; /* the layout before the "mapped" message, the rest before DONE */
@@ -123,7 +124,8 @@ static void *job_run(void *userdata) {
         DiscoveryResult *res = &j->result;
         FsLayoutHints hints = {.ahead = job_hint_ahead, .userdata = j};
 
-        res->mapped = fslayout_discover(j->fd, j->size, &hints, &res->layout, &res->error);
+        res->mapped = fslayout_discover_chunks(j->fd, j->size, j->chunk_size, &hints, &res->layout,
+                                               &res->error);
         job_post(j, NULL, 0);
         if (j->hot_paths[strspn(j->hot_paths, " \t")] != '\0')
                 res->hot_error = hotpaths_resolve(j->hot_paths, j->rdev, j->sysfs_root, &res->hot,
@@ -256,6 +258,7 @@ int discovery_start(Discovery **ret, sd_event *event, const DiscoveryRequest *re
         j->last = &j->first;
         pthread_mutex_init(&j->lock, NULL);
         j->size = req->size;
+        j->chunk_size = req->chunk_size;
         j->rdev = req->rdev;
         j->hot_paths = strdup(req->hot_paths ?: "");
         j->sysfs_root = strdup(req->sysfs_root);

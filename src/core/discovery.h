@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Mapping a device's file systems (fslayout_discover) and its HotPaths= (hotpaths_resolve) in a
- * thread of its own, while the event loop goes on: both read the device with blocking reads
+ * Mapping a device's file systems (fslayout_discover_chunks) and its HotPaths= (hotpaths_resolve)
+ * in a thread of its own, while the event loop goes on: both read the device with blocking reads
  * (libblkid, libext2fs, FIEMAP), and a device that stops answering must not take the event
  * loop, the watchdog, STATUS= and SIGTERM with it. The device's counters in sysfs tell a slow
  * discovery (a cold volume: each first read ~0.1 s) from a stalled one (reads held, none
@@ -27,6 +27,7 @@ typedef void (*discovery_ahead_t)(Discovery *d, const ByteRange *ranges, size_t 
 typedef struct DiscoveryRequest {
         int fd;                 /* the device; the thread reads through a dup() of it */
         uint64_t size;          /* bytes */
+        uint32_t chunk_size;    /* the layout comes by chunks of this size (the state's) */
         dev_t rdev;             /* for HotPaths= */
         const char *hot_paths;  /* HotPaths= as configured ("" for none) */
         const char *sysfs_root; /* "/sys" normally */
@@ -42,11 +43,11 @@ typedef struct DiscoveryRequest {
 
 /* What the thread found: the layout once @mapped has been called, HotPaths= once @done has. */
 typedef struct DiscoveryResult {
-        int mapped; /* fslayout_discover(): >= 0 mapped, < 0 not (read whole, in order) */
-        FsLayout layout;
-        char *error;    /* why not, when fslayout_discover() said */
-        int hot_error;  /* hotpaths_resolve(): 0, or -ENOMEM */
-        ByteRange *hot; /* HotPaths= as device ranges */
+        int mapped; /* fslayout_discover_chunks(): >= 0 mapped, < 0 not (read whole, in order) */
+        FsLayout layout; /* chunk kinds (taken over by the plan) and notes */
+        char *error;     /* why not, when fslayout_discover() said */
+        int hot_error;   /* hotpaths_resolve(): 0, or -ENOMEM */
+        ByteRange *hot;  /* HotPaths= as device ranges */
         size_t n_hot;
 } DiscoveryResult;
 

@@ -87,7 +87,15 @@ Hydrator *hydrator_free(Hydrator *h) {
         return NULL;
 }
 
-int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot,
+/* The plan changed: every stage is planned again from the first, and reads go on. */
+static void replanned(Hydrator *h) {
+        h->stage = 0;
+        h->cursor = 0;
+        if (h->phase == HYDRATOR_HYDRATING && !plan_complete(h->plan))
+                hydrator_fill(h);
+}
+
+int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, size_t n_hot,
                         PlanStage pending) {
         Plan *p;
         int r;
@@ -98,10 +106,17 @@ int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *ho
         plan_set_pending(p, pending);
         plan_free(h->plan);
         h->plan = p;
-        h->stage = 0;
-        h->cursor = 0;
-        if (h->phase == HYDRATOR_HYDRATING && !plan_complete(p))
-                hydrator_fill(h);
+        replanned(h);
+        return 0;
+}
+
+int hydrator_add_hot_paths(Hydrator *h, const ByteRange *hot, size_t n_hot) {
+        int r = plan_add_hot(h->plan, h->state->map, hot, n_hot);
+
+        if (r < 0)
+                return r;
+        plan_set_pending(h->plan, _PLAN_STAGE_MAX);
+        replanned(h);
         return 0;
 }
 
@@ -114,6 +129,10 @@ int hydrator_read_ahead(Hydrator *h, const ByteRange *ranges, size_t n) {
         }
         hydrator_fill(h);
         return 0;
+}
+
+uint32_t hydrator_chunk_size(const Hydrator *h) {
+        return h->state->map->chunk_size;
 }
 
 /* A device that changed size under the run (grown by EBS, or a loop device re-read) has blocks
@@ -315,9 +334,15 @@ static bool plan_next_read(Hydrator *h) {
                             .submit_usec = hydrator_now_usec()};
         if (!rate_allows(h, req.length))
                 return false;
-        if (reader_submit(h->reader, &req) < 0)
+        if (chunkmap_set_busy(m, first, count, true) < 0) {
+                hydrator_finish(h, HYDRATOR_FAILED,
+                                log_error_errno(-ENOMEM, "Failed to plan the next read: %m"));
                 return false;
-        chunkmap_set_busy(m, first, count, true);
+        }
+        if (reader_submit(h->reader, &req) < 0) {
+                (void)chunkmap_set_busy(m, first, count, false);
+                return false;
+        }
         if (!ahead)
                 h->cursor = first + count;
         return true;

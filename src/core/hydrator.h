@@ -97,17 +97,27 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Hydrator *, hydrator_free)
 
 /*
  * hydrator_set_layout() - plan by what the file systems of the device hold (@layout, or NULL
- * for "all used") and @hot byte ranges, in the order of plan.h, honouring Mode=; @pending is the
- * first stage not known yet (plan_set_pending(): PLAN_STAGE_METADATA while the file systems are
- * being mapped, when only hydrator_read_ahead() gives reads; PLAN_STAGE_HOT while HotPaths= is
- * resolved; _PLAN_STAGE_MAX when all is known). Without it the whole device is read in offset
- * order. A running hydration takes the new plan at once: chunks done, in flight, waiting for a
- * retry or given up stay so, the stages are planned again from the first, and reads go on
- * unless the new plan is complete (hydrator_already_complete(): then the caller decides).
- * Return: 0 or -ENOMEM (the old plan stays).
+ * for "all used"; its chunk kinds, if it has them, are taken over: see plan_new()) and @hot
+ * byte ranges, in the order of plan.h, honouring Mode=; @pending is the first stage not known
+ * yet (plan_set_pending(): PLAN_STAGE_METADATA while the file systems are being mapped, when
+ * only hydrator_read_ahead() gives reads; PLAN_STAGE_HOT while HotPaths= is resolved, which then
+ * joins with hydrator_add_hot_paths(); _PLAN_STAGE_MAX when all is known). Without it the whole
+ * device is read in offset order. A running hydration takes the new plan at once: chunks done,
+ * in flight, waiting for a retry or given up stay so, the stages are planned again from the
+ * first, and reads go on unless the new plan is complete (hydrator_already_complete(): then the
+ * caller decides).
+ * Return: 0, -ENOMEM or -EINVAL (chunk kinds of another chunk size); the old plan stays.
  */
-int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *hot, size_t n_hot,
+int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, size_t n_hot,
                         PlanStage pending);
+
+/*
+ * hydrator_add_hot_paths() - HotPaths= is resolved: @hot joins the plan that
+ * hydrator_set_layout() made (plan_add_hot(), in place: a layout by chunk was taken over and
+ * cannot be planned from again), and nothing is pending any more. Reads go on as after
+ * hydrator_set_layout(). Return: 0 or -ENOMEM (the plan unchanged).
+ */
+int hydrator_add_hot_paths(Hydrator *h, const ByteRange *hot, size_t n_hot);
 
 /*
  * hydrator_read_ahead() - read the chunks of @ranges (device bytes) before anything the plan
@@ -115,6 +125,9 @@ int hydrator_set_layout(Hydrator *h, const FsLayout *layout, const ByteRange *ho
  * about to read. Before or after hydrator_start(). Return: 0 or -ENOMEM.
  */
 int hydrator_read_ahead(Hydrator *h, const ByteRange *ranges, size_t n);
+
+/* hydrator_chunk_size() - the chunk size of the state: what fslayout_discover_chunks() needs. */
+uint32_t hydrator_chunk_size(const Hydrator *h);
 
 /*
  * hydrator_watch_activity() - give way to other I/O on the device (Yield=, tuner.h), told from

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The hydration plan: one byte per chunk says in which stage it is read. A chunk is as urgent
- * as the most urgent byte it covers, so a chunk that holds a little metadata and much free
- * space is read with the metadata. Pure: no I/O.
+ * The hydration plan: two bits per chunk say in which stage it is read (none at all while
+ * nothing is known but "used"). A chunk is as urgent as the most urgent byte it covers, so a
+ * chunk that holds a little metadata and much free space is read with the metadata. The stages
+ * are the layout's chunk kinds, translated in place. Pure: no I/O.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,81 +35,116 @@ const char *plan_stage_to_human(PlanStage s) {
         return s <= _PLAN_STAGE_MAX ? stage_human[s] : NULL;
 }
 
-static PlanStage stage_for_kind(FsRangeKind kind) {
-        switch (kind) {
-        case FS_RANGE_METADATA:
-                return PLAN_STAGE_METADATA;
-        case FS_RANGE_FREE:
-                return PLAN_STAGE_FREE;
-        default:
-                return PLAN_STAGE_USED;
-        }
+/* The stage of a chunk of each kind: FS_RANGE_METADATA, _USED, _FREE, and FS_CHUNK_UNKNOWN. */
+static const uint8_t stage_of_kind[4] = {
+        [FS_RANGE_METADATA] = PLAN_STAGE_METADATA,
+        [FS_RANGE_USED] = PLAN_STAGE_USED,
+        [FS_RANGE_FREE] = PLAN_STAGE_FREE,
+        [FS_CHUNK_UNKNOWN] = PLAN_STAGE_USED,
+};
+
+PlanStage plan_stage_of(const Plan *p, uint64_t chunk) {
+        return p->stage ? (PlanStage)two_bit_array_get(p->stage, chunk) : PLAN_STAGE_USED;
 }
 
-/* Lowers the stage of every chunk that [offset, offset + length) touches to @stage at most. */
-static void raise_priority(Plan *p, const ChunkMap *m, uint64_t offset, uint64_t length,
-                           PlanStage stage) {
-        uint64_t first, last;
+/* Hot ranges: every chunk they touch is read with the hot paths, unless it holds metadata. */
+static void add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot) {
+        for (size_t i = 0; i < n_hot; i++) {
+                uint64_t offset = hot[i].offset, length = hot[i].length, first, last;
 
-        if (length == 0 || offset >= m->size)
-                return;
-        length = MIN(length, m->size - offset);
-        first = offset / m->chunk_size;
-        last = (offset + length - 1) / m->chunk_size;
-        for (uint64_t c = first; c <= last; c++)
-                p->stage[c] = MIN(p->stage[c], (uint8_t)stage);
+                if (length == 0 || offset >= m->size)
+                        continue;
+                length = MIN(length, m->size - offset);
+                first = offset / m->chunk_size;
+                last = (offset + length - 1) / m->chunk_size;
+                two_bit_array_lower(p->stage, first, last - first + 1, PLAN_STAGE_HOT);
+        }
 }
 
 static void count_bytes(Plan *p, const ChunkMap *m) {
+        memset(p->total_bytes, 0, sizeof(p->total_bytes));
+        memset(p->done_bytes, 0, sizeof(p->done_bytes));
         for (uint64_t c = 0; c < p->n_chunks; c++) {
                 uint64_t bytes = chunkmap_range_bytes(m, c, 1);
+                PlanStage s = plan_stage_of(p, c);
 
-                p->total_bytes[p->stage[c]] += bytes;
+                p->total_bytes[s] += bytes;
                 if (chunkmap_is_done(m, c))
-                        p->done_bytes[p->stage[c]] += bytes;
+                        p->done_bytes[s] += bytes;
         }
         p->fs_aware = p->total_bytes[PLAN_STAGE_USED] < m->size;
+}
+
+int plan_add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot) {
+        int r;
+
+        if (n_hot > 0 && !p->stage) {
+                r = two_bit_array_new(&p->stage, m->n_chunks, PLAN_STAGE_USED);
+                if (r < 0)
+                        return r;
+        }
+        if (p->stage)
+                add_hot(p, m, hot, n_hot);
+        if (p->stage && two_bit_array_all(p->stage, PLAN_STAGE_USED))
+                p->stage = two_bit_array_free(p->stage); /* nothing but "used": no need */
+        count_bytes(p, m);
+        return 0;
+}
+
+/* The chunk kinds of @layout, taken over or made from its ranges; NULL if it has neither. */
+static int layout_kinds(const ChunkMap *m, FsLayout *layout, FsChunkKinds **ret) {
+        *ret = NULL;
+        if (!layout)
+                return 0;
+        if (layout->chunks) {
+                if (layout->chunks->size != m->size || layout->chunks->chunk_size != m->chunk_size)
+                        return -EINVAL;
+                *ret = TAKE_PTR(layout->chunks);
+                return 0;
+        }
+        if (layout->n_ranges == 0)
+                return 0;
+        return fs_chunk_kinds_from_layout(ret, layout, m->size, m->chunk_size);
 }
 
 /**
  * plan_new() - classify the chunks of a chunk map; see plan.h.
  * @ret: the plan, on success only.
  * @m: the chunk map; its done bitmap gives the bytes already done per stage.
- * @layout: the file systems' ranges, or NULL.
+ * @layout: the file systems' ranges or chunk kinds (taken over), or NULL.
  * @hot: byte ranges of hot paths, or NULL.
  * @n_hot: how many.
  * @skip_free: Mode=used.
  *
- * Return: 0 or -ENOMEM.
+ * Return: 0, -EINVAL or -ENOMEM.
  */
-int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRange *hot,
-             size_t n_hot, bool skip_free) {
+int plan_new(Plan **ret, const ChunkMap *m, FsLayout *layout, const ByteRange *hot, size_t n_hot,
+             bool skip_free) {
         _cleanup_(plan_freep) Plan *p = NULL;
+        _cleanup_(fs_chunk_kinds_freep) FsChunkKinds *kinds = NULL;
+        unsigned uniform;
+        int r;
 
+        r = layout_kinds(m, layout, &kinds);
+        if (r < 0)
+                return r;
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
         p->n_chunks = m->n_chunks;
-        p->stage = malloc(m->n_chunks);
-        if (!p->stage)
-                return -ENOMEM;
         p->last = skip_free ? PLAN_STAGE_USED : PLAN_STAGE_FREE;
         p->pending = _PLAN_STAGE_MAX;
-        if (!layout || layout->n_ranges == 0) {
-                memset(p->stage, PLAN_STAGE_USED, m->n_chunks);
-        } else {
-                /* The layout covers the device exactly; 0xff marks what it might not. */
-                memset(p->stage, 0xff, m->n_chunks);
-                for (size_t i = 0; i < layout->n_ranges; i++)
-                        raise_priority(p, m, layout->ranges[i].offset, layout->ranges[i].length,
-                                       stage_for_kind(layout->ranges[i].kind));
-                for (uint64_t c = 0; c < m->n_chunks; c++)
-                        if (p->stage[c] == 0xff)
-                                p->stage[c] = PLAN_STAGE_USED;
+        if (kinds && !(fs_chunk_kinds_uniform(kinds, &uniform) &&
+                       stage_of_kind[uniform] == PLAN_STAGE_USED)) {
+                /* The kinds become the stages, in place: no second copy. */
+                p->stage = fs_chunk_kinds_take(kinds);
+                if (!p->stage)
+                        return -ENOMEM;
+                two_bit_array_translate(p->stage, stage_of_kind);
         }
-        for (size_t i = 0; i < n_hot; i++)
-                raise_priority(p, m, hot[i].offset, hot[i].length, PLAN_STAGE_HOT);
-        count_bytes(p, m);
+        r = plan_add_hot(p, m, hot, n_hot);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -116,7 +152,7 @@ int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRa
 Plan *plan_free(Plan *p) {
         if (!p)
                 return NULL;
-        free(p->stage);
+        two_bit_array_free(p->stage);
         free(p);
         return NULL;
 }
@@ -129,12 +165,22 @@ bool plan_known(const Plan *p) {
         return p->pending >= _PLAN_STAGE_MAX;
 }
 
-PlanStage plan_stage_of(const Plan *p, uint64_t chunk) {
-        return (PlanStage)p->stage[chunk];
+size_t plan_memory(const Plan *p) {
+        return sizeof(*p) + (p->stage ? two_bit_array_memory(p->stage) : 0);
 }
 
-static bool eligible(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t c) {
-        return p->stage[c] == stage && !chunkmap_is_done(m, c) && !chunkmap_is_busy(m, c);
+static bool eligible(const ChunkMap *m, uint64_t c) {
+        return !chunkmap_is_done(m, c) && !chunkmap_is_busy(m, c);
+}
+
+/* The first chunk at or after @from of @stage: 0, or -ENOENT. */
+static int find_stage(const Plan *p, PlanStage stage, uint64_t from, uint64_t *ret) {
+        if (p->stage)
+                return two_bit_array_find(p->stage, from, stage, ret);
+        if (stage != PLAN_STAGE_USED || from >= p->n_chunks)
+                return -ENOENT;
+        *ret = from;
+        return 0;
 }
 
 int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, uint64_t max_count,
@@ -143,12 +189,18 @@ int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, 
 
         if (stage >= p->pending)
                 return -ENOENT;
-        while (first < p->n_chunks && !eligible(p, m, stage, first))
-                first++;
-        if (first >= p->n_chunks)
-                return -ENOENT;
+        if (!p->stage)
+                return stage == PLAN_STAGE_USED
+                               ? chunkmap_next_free(m, from, max_count, ret_first, ret_count)
+                               : -ENOENT;
+        for (;; first++) {
+                if (find_stage(p, stage, first, &first) < 0)
+                        return -ENOENT;
+                if (eligible(m, first))
+                        break;
+        }
         while (count < max_count && first + count < p->n_chunks &&
-               eligible(p, m, stage, first + count))
+               plan_stage_of(p, first + count) == stage && eligible(m, first + count))
                 count++;
         *ret_first = first;
         *ret_count = count;
@@ -158,7 +210,7 @@ int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, 
 uint64_t plan_mark_done(Plan *p, ChunkMap *m, uint64_t first, uint64_t count) {
         for (uint64_t c = first; c < first + count && c < p->n_chunks; c++)
                 if (!chunkmap_is_done(m, c))
-                        p->done_bytes[p->stage[c]] += chunkmap_range_bytes(m, c, 1);
+                        p->done_bytes[plan_stage_of(p, c)] += chunkmap_range_bytes(m, c, 1);
         return chunkmap_mark_done(m, first, count);
 }
 

@@ -16,6 +16,7 @@
 #include "chunkmap.h"
 #include "fslayout.h"
 #include "state.h"
+#include "two-bit-array.h"
 #include "util.h"
 
 /* In reading order. */
@@ -29,7 +30,7 @@ typedef enum PlanStage {
 
 typedef struct Plan {
         uint64_t n_chunks;
-        uint8_t *stage; /* one PlanStage per chunk */
+        TwoBitArray *stage; /* a PlanStage per chunk; NULL: every chunk is used */
         uint64_t total_bytes[_PLAN_STAGE_MAX];
         uint64_t done_bytes[_PLAN_STAGE_MAX];
         PlanStage last; /* the last stage read: PLAN_STAGE_FREE, or PLAN_STAGE_USED (Mode=used) */
@@ -50,14 +51,17 @@ typedef struct PlanProgress {
 
 /*
  * plan_new() - classify the chunks of @m.
- * @layout: from fslayout_discover(), or NULL: every chunk is used.
+ * @layout: from fslayout_discover() (its ranges) or fslayout_discover_chunks() (its chunk kinds,
+ *          which the plan takes over: layout->chunks becomes NULL), or NULL: every chunk is used.
  * @hot: byte ranges of hot files (any order, may overlap, may reach past the end), or NULL.
  * @skip_free: Mode=used: free chunks are never read, and the plan is complete without them.
- * Done bytes per stage are counted from @m's done bitmap. Nothing is pending.
- * Return: 0 or -ENOMEM.
+ * Done bytes per stage are counted from @m's done bitmap. Nothing is pending. Memory: two bits a
+ * chunk when the plan knows more than "all used" (the chunk kinds' own, when it takes them
+ * over), else nothing.
+ * Return: 0; -EINVAL if @layout's chunks are not @m's; -ENOMEM.
  */
-int plan_new(Plan **ret, const ChunkMap *m, const FsLayout *layout, const ByteRange *hot,
-             size_t n_hot, bool skip_free);
+int plan_new(Plan **ret, const ChunkMap *m, FsLayout *layout, const ByteRange *hot, size_t n_hot,
+             bool skip_free);
 Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free)
 
@@ -73,7 +77,19 @@ void plan_set_pending(Plan *p, PlanStage stage);
 /* plan_known() - nothing pending: the plan is final. */
 bool plan_known(const Plan *p);
 
+/*
+ * plan_add_hot() - @hot joins the plan as plan_new() would have taken it: every chunk it touches
+ * is read with the hot paths unless it holds metadata. For a plan whose chunk kinds were taken
+ * over from a layout (fslayout_discover_chunks()), which cannot be planned from again: the
+ * stages change in place, no second copy. Bytes per stage are counted again from @m; what is
+ * pending does not change. Return: 0, or -ENOMEM (the plan unchanged).
+ */
+int plan_add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot);
+
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk);
+
+/* plan_memory() - bytes the plan holds on the heap. */
+size_t plan_memory(const Plan *p);
 
 /*
  * plan_next() - like chunkmap_next_free(), within @stage: the first chunk at or after @from

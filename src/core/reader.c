@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libaio reader. Each slot owns one iocb; a request may need several iocbs in a row when the
- * device returns short reads. io_submit may take only part of the queue or fail with -EAGAIN
- * (no kernel resources): what it does not take stays queued, and is retried on the next
+ * device returns short reads. A request larger than the shared buffer is one vectored read
+ * whose pieces all point at the buffer. io_submit may take only part of the queue or fail with
+ * -EAGAIN (no kernel resources): what it does not take stays queued, and is retried on the next
  * completion or, when nothing is in flight, from a short timer.
  */
 #include <assert.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,9 +20,11 @@
 #include "util.h"
 
 #define READER_EAGAIN_RETRY_USEC (10 * USEC_PER_MSEC)
+#define READER_IOV_MAX 16u /* pieces of one read, at most */
 
 typedef struct Slot {
         struct iocb iocb;
+        struct iovec *iov; /* r->n_iov of them: a read larger than the buffer, in pieces */
         ReadRequest req;
         uint64_t done; /* bytes of req already read (short reads) */
 } Slot;
@@ -35,6 +39,9 @@ struct Reader {
         uint32_t alignment;
         uint64_t max_request;
         void *buffer;
+        size_t buffer_size; /* up to READER_BUFFER_MAX, less than max_request on large chunks */
+        unsigned n_iov;     /* pieces of buffer_size the largest request needs */
+        struct iovec *iovs; /* n_iov per slot */
 
         Slot *slots;
         unsigned depth;
@@ -50,8 +57,24 @@ struct Reader {
         void *userdata;
 };
 
+/* A read of what is left of the slot's request, into the one buffer: larger than the buffer, a
+ * vectored read whose pieces all land in it, so that memory does not grow with the chunk size
+ * either (a 4 MiB chunk is one read of 4 MiB, and still costs 1 MiB). */
 static void slot_prepare(Reader *r, Slot *s) {
-        io_prep_pread(&s->iocb, r->fd, r->buffer, s->req.length - s->done, s->req.offset + s->done);
+        uint64_t left = s->req.length - s->done, offset = s->req.offset + s->done;
+
+        if (left <= r->buffer_size)
+                io_prep_pread(&s->iocb, r->fd, r->buffer, left, (long long)offset);
+        else {
+                unsigned n = (unsigned)DIV_ROUND_UP(left, r->buffer_size);
+
+                assert(n <= r->n_iov);
+                for (unsigned i = 0; i < n; i++)
+                        s->iov[i] = (struct iovec){
+                                .iov_base = r->buffer,
+                                .iov_len = MIN(r->buffer_size, left - i * r->buffer_size)};
+                io_prep_preadv(&s->iocb, r->fd, s->iov, (int)n, (long long)offset);
+        }
         io_set_eventfd(&s->iocb, r->efd);
         r->queue[r->n_queued++] = &s->iocb;
 }
@@ -181,18 +204,34 @@ void reader_poll(Reader *r) {
         reap(r);
 }
 
+/* The buffer: the largest request, up to READER_BUFFER_MAX; a larger request is read in at most
+ * READER_IOV_MAX pieces, so the buffer grows past READER_BUFFER_MAX only for requests larger than
+ * that many of it (chunks of more than 16 MiB: devices over 128 TiB). */
+static size_t buffer_size_for(uint64_t max_request, size_t align) {
+        uint64_t size = MIN(max_request, (uint64_t)READER_BUFFER_MAX);
+
+        if (DIV_ROUND_UP(max_request, size) > READER_IOV_MAX)
+                size = DIV_ROUND_UP(DIV_ROUND_UP(max_request, READER_IOV_MAX), align) * align;
+        return (size_t)size;
+}
+
 static int reader_alloc(Reader *r, unsigned depth, uint64_t max_request, uint32_t alignment) {
         size_t buffer_align = MAX(alignment, (uint32_t)sysconf(_SC_PAGESIZE));
 
+        r->buffer_size = buffer_size_for(max_request, buffer_align);
+        r->n_iov = (unsigned)DIV_ROUND_UP(max_request, r->buffer_size);
         r->slots = calloc(depth, sizeof(*r->slots));
         r->free_slots = calloc(depth, sizeof(*r->free_slots));
         r->queue = calloc(depth, sizeof(*r->queue));
-        if (!r->slots || !r->free_slots || !r->queue)
+        r->iovs = calloc((size_t)depth * r->n_iov, sizeof(*r->iovs));
+        if (!r->slots || !r->free_slots || !r->queue || !r->iovs)
                 return -ENOMEM;
-        if (posix_memalign(&r->buffer, buffer_align, max_request) != 0)
+        if (posix_memalign(&r->buffer, buffer_align, r->buffer_size) != 0)
                 return -ENOMEM;
-        for (unsigned i = 0; i < depth; i++)
+        for (unsigned i = 0; i < depth; i++) {
+                r->slots[i].iov = r->iovs + (size_t)i * r->n_iov;
                 r->free_slots[r->n_free++] = depth - 1 - i;
+        }
         return 0;
 }
 
@@ -250,6 +289,7 @@ Reader *reader_free(Reader *r) {
                 (void)close(r->efd);
         sd_event_unref(r->event);
         free(r->buffer);
+        free(r->iovs);
         free(r->queue);
         free(r->free_slots);
         free(r->slots);
@@ -272,6 +312,10 @@ int reader_submit(Reader *r, const ReadRequest *req) {
         s->done = 0;
         slot_prepare(r, s);
         return 0;
+}
+
+size_t reader_buffer_size(const Reader *r) {
+        return r->buffer_size;
 }
 
 unsigned reader_depth(const Reader *r) {

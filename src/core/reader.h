@@ -2,19 +2,24 @@
 /*
  * The libaio queue-depth reader: up to N O_DIRECT reads in flight on a read-only descriptor,
  * completions delivered through an eventfd watched by sd-event. The data is never looked at,
- * so every read lands in one shared aligned buffer: memory does not grow with queue depth.
+ * so every read lands in one shared aligned buffer of at most READER_BUFFER_MAX bytes (a larger
+ * read goes into it in pieces, as one vectored read): memory grows neither with queue depth nor
+ * with the request size.
  * The reader handles partial io_submit, -EAGAIN, -EINTR and short reads itself; a request's
  * final outcome (all bytes read, or a negative errno) goes to the completion callback.
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
 #include "util.h"
 
 typedef struct Reader Reader;
+
+#define READER_BUFFER_MAX (UINT64_C(1) << 20)
 
 typedef struct ReadRequest {
         uint64_t offset;      /* aligned to the reader's alignment */
@@ -46,6 +51,8 @@ void reader_flush(Reader *r);
  * (before comparing our own count of completed reads with the disk's counters). */
 void reader_poll(Reader *r);
 
+/* reader_buffer_size() - bytes of the buffer every read lands in. */
+size_t reader_buffer_size(const Reader *r);
 unsigned reader_depth(const Reader *r);
 unsigned reader_busy(const Reader *r);      /* queued + in flight + waiting to be resubmitted */
 unsigned reader_in_flight(const Reader *r); /* accepted by io_submit, not yet completed */

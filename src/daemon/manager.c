@@ -423,14 +423,19 @@ static void check_already(Run *run) {
         hydrator_stop(run->hydrator);
 }
 
-/* Plans by @res, HotPaths= included with @with_hot; ends the run if that fails. */
-static bool replan(Run *run, const DiscoveryResult *res, bool with_hot) {
+/* Plans by @res's layout, or with @with_hot adds its HotPaths= to that plan; ends the run if
+ * that fails. */
+static bool replan(Run *run, DiscoveryResult *res, bool with_hot) {
         bool hot = has_hot_paths(run->settings);
         int r;
 
-        r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL,
-                                with_hot ? res->hot : NULL, with_hot ? res->n_hot : 0,
-                                hot && !with_hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
+        /* The plan takes the layout's chunk kinds over (no second copy of two bits a chunk): the
+         * hot paths join that plan, they do not make another from the layout. */
+        if (with_hot)
+                r = hydrator_add_hot_paths(run->hydrator, res->hot, res->n_hot);
+        else
+                r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL, NULL,
+                                        0, hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
         if (r < 0) {
                 log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
                 end_early(run, REPORT_EXIT_FAILED);
@@ -492,6 +497,7 @@ static int start_discovery(Run *run) {
         DiscoveryRequest req = {
                 .fd = run->dev->fd,
                 .size = run->dev->size,
+                .chunk_size = hydrator_chunk_size(run->hydrator),
                 .hot_paths = run->settings->hot_paths,
                 .sysfs_root = run->sysfs_root,
                 .key = run->key,
@@ -699,8 +705,8 @@ static void run_done(Run *run) {
  * troubles are not this record's.
  */
 static void last_record(Run *run, const Args *a, const char *key, RecordState otherwise) {
-        _cleanup_(state_freep) HydrateState *s = NULL;
         _cleanup_free_ char *path = NULL;
+        StateSummary s;
         _cleanup_close_ int fd = -1, lock_fd = -1;
         struct stat st;
 
@@ -712,10 +718,11 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
                 lock_fd = state_lock(fd, key);
                 if (lock_fd == -EBUSY)
                         return;
-                if (state_load(fd, key, &s) >= 0 && streq_ptr(s->key, key) &&
-                    (s->complete || s->used_complete)) {
-                        run->record.hydrated_bytes =
-                                MIN(chunkmap_done_bytes(s->map), run->record.size_bytes);
+                /* A summary: the hydrator still holds its own chunk map, which a second one
+                 * would double. */
+                if (state_load_summary(fd, key, &s) >= 0 && streq_ptr(s.key, key) &&
+                    (s.complete || s.used_complete)) {
+                        run->record.hydrated_bytes = MIN(s.done_bytes, run->record.size_bytes);
                         publish_record(run, RECORD_COMPLETED);
                         return;
                 }

@@ -4,8 +4,11 @@
  * static metadata lies, found with libext2fs' own location functions (so flex_bg, meta_bg and
  * sparse_super2 placements come out right), which blocks of the inode tables hold inodes in
  * use, and which blocks the block bitmap calls free. Opened read-only, without EXT2_FLAG_RW:
- * nothing here can write to the device.
+ * nothing here can write to the device. Nothing here holds more than a block or two of the file
+ * system at a time: not its group descriptors, not its bitmaps (libext2fs would hold both whole:
+ * over 500 MiB for 16 TiB).
  */
+#include <endian.h>
 #include <errno.h>
 #include <et/com_err.h>
 #include <ext2fs/ext2fs.h>
@@ -38,6 +41,34 @@ static int add_blocks(ExtScan *s, blk64_t first, blk64_t count, FsRangeKind kind
         return fs_range_list_add(s->out, s->offset + start, count * bs, kind);
 }
 
+/*
+ * The file system is opened with EXT2_FLAG_SUPER_ONLY: libext2fs would otherwise hold every group
+ * descriptor (8 MiB for 16 TiB, 32 MiB for 64 TiB), and reads the block of one when asked for it
+ * instead. Its accessors do not survive a failed read (they dereference what came back), so a
+ * group's descriptor is read here first: the block stays in the I/O channel's cache
+ * (fslayout-readio.c keeps the last few blocks read), where the accessors that follow find it.
+ */
+static bool group_readable(ext2_filsys fs, dgrp_t g) {
+        return ext2fs_group_desc(fs, NULL, g) != NULL;
+}
+
+/* Every descriptor block, read once, as ext2fs_open2() would have: a file system whose
+ * descriptors cannot be read is not opened. */
+static errcode_t check_descriptors(ext2_filsys fs) {
+        _cleanup_free_ char *buf = malloc(fs->blocksize);
+
+        if (!buf)
+                return EXT2_ET_NO_MEMORY;
+        for (blk64_t i = 0; i < fs->desc_blocks; i++) {
+                blk64_t blk = ext2fs_descriptor_block_loc2(fs, fs->super->s_first_data_block, i);
+                errcode_t e = io_channel_read_blk64(fs->io, blk, 1, buf);
+
+                if (e != 0)
+                        return e;
+        }
+        return 0;
+}
+
 /* Superblock, group descriptors (old style with the reserved GDT blocks, or meta_bg's) of one
  * group, the copies included. */
 static int add_super_and_descriptors(ExtScan *s, dgrp_t group) {
@@ -58,6 +89,16 @@ static int add_super_and_descriptors(ExtScan *s, dgrp_t group) {
         if (r >= 0 && new_desc != 0)
                 r = add_blocks(s, new_desc, 1, FS_RANGE_METADATA);
         return r;
+}
+
+/* Whether group @g's block bitmap was never written (BLOCK_UNINIT, with a sound descriptor), or
+ * lies outside the file system: libext2fs reads it as all free then, but for the group's own
+ * static metadata, which it marks in use. */
+static bool block_bitmap_uninit(ext2_filsys fs, dgrp_t g) {
+        return (ext2fs_has_group_desc_csum(fs) &&
+                ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT) &&
+                ext2fs_group_desc_csum_verify(fs, g)) ||
+               ext2fs_block_bitmap_loc(fs, g) >= ext2fs_blocks_count(fs->super);
 }
 
 /* Inodes of @group in use by the count in its descriptor; more than the group has (a corrupt
@@ -103,16 +144,21 @@ static int add_marked_table_blocks(ExtScan *s, blk64_t table) {
  * other inodes the bitmap calls free when it allocates one there. The rest of the table is in
  * use by the block bitmap, so it is read with the used blocks (an inode table of 16 GiB on a
  * 1 TiB file system at the default inode ratio, nearly all of it never read before it is
- * written). A bitmap that cannot be read counts the whole table.
+ * written). A bitmap that cannot be read counts the whole table. A group whose block bitmap
+ * reads as all free has its table in use all the same (add_allocation() reads that bitmap as
+ * libext2fs does, which marks the table in use): said here, so that it is never free.
  */
 static int add_inode_table(ExtScan *s, dgrp_t group) {
         ext2_filsys fs = s->fs;
         blk64_t table = ext2fs_inode_table_loc(fs, group);
         uint32_t per_block = fs->blocksize / EXT2_INODE_SIZE(fs->super);
         uint32_t ipg = fs->super->s_inodes_per_group, used = inodes_in_use(fs, group);
+        int r = 0;
 
-        if (used == 0)
-                return 0;
+        if (block_bitmap_uninit(fs, group))
+                r = add_blocks(s, table, fs->inode_blocks_per_group, FS_RANGE_USED);
+        if (r < 0 || used == 0)
+                return r;
         if (ext2fs_has_group_desc_csum(fs)) {
                 uint32_t unused = MIN((uint32_t)ext2fs_bg_itable_unused(fs, group), ipg);
 
@@ -129,6 +175,8 @@ static int add_group_metadata(ExtScan *s, dgrp_t group) {
         ext2_filsys fs = s->fs;
         int r;
 
+        if (!group_readable(fs, group))
+                return 0; /* its static metadata stays used */
         r = add_super_and_descriptors(s, group);
         if (r >= 0)
                 r = add_blocks(s, ext2fs_block_bitmap_loc(fs, group), 1, FS_RANGE_METADATA);
@@ -139,20 +187,49 @@ static int add_group_metadata(ExtScan *s, dgrp_t group) {
         return r;
 }
 
-/* Block [@block, @block + @count) of the file system, in bytes of the device, to @l. */
+/* Block [@block, @block + @count) of the file system, in bytes of the device, to @l; a full
+ * batch (FSLAYOUT_HINTS_MAX) is told and emptied, so that the list does not grow with the file
+ * system (a range per group without flex_bg). */
 static int hint_blocks(ExtScan *s, FsRangeList *l, blk64_t block, blk64_t count) {
         uint64_t bs = s->fs->blocksize;
+        int r;
 
         if (block == 0 || block >= s->size / bs)
                 return 0;
-        return fs_range_list_add(l, s->offset + block * bs, MIN(count, s->size / bs - block) * bs,
-                                 FS_RANGE_METADATA);
+        r = fs_range_list_add(l, s->offset + block * bs, MIN(count, s->size / bs - block) * bs,
+                              FS_RANGE_METADATA);
+        if (r >= 0 && l->n >= FSLAYOUT_HINTS_MAX) {
+                fs_hint_ahead(s->hints, l);
+                l->n = 0;
+        }
+        return r;
+}
+
+/*
+ * The group descriptors, which check_descriptors() reads next, one block at a time: 32 MiB of
+ * them on 64 TiB (with meta_bg, a block in every 64 groups' first). Told once the superblock is
+ * read, before anything else.
+ */
+static void hint_descriptors(ExtScan *s) {
+        _cleanup_(fs_range_list_done) FsRangeList l = {};
+        ext2_filsys fs = s->fs;
+        int r = 0;
+
+        if (!s->hints || !s->hints->ahead)
+                return;
+        for (blk64_t i = 0; r >= 0 && i < fs->desc_blocks; i++)
+                r = hint_blocks(s, &l,
+                                ext2fs_descriptor_block_loc2(fs, fs->super->s_first_data_block, i),
+                                1);
+        if (r >= 0)
+                fs_hint_ahead(s->hints, &l);
 }
 
 /*
  * What is read next, one block at a time, in that order: the inode bitmaps add_inode_table()
  * needs, the journal inode's table block, every block bitmap (here, or by the kernel for
- * GETFSMAP). A reader told of them fetches the lot at queue depth meanwhile.
+ * GETFSMAP). A reader told of them fetches the lot at queue depth meanwhile. A group whose
+ * descriptor cannot be read is left out (add_metadata() leaves it out too).
  */
 static void hint_bitmaps(ExtScan *s) {
         _cleanup_(fs_range_list_done) FsRangeList l = {};
@@ -163,19 +240,21 @@ static void hint_bitmaps(ExtScan *s) {
         if (!s->hints || !s->hints->ahead)
                 return;
         for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
-                if (needs_inode_bitmap(fs, g))
+                if (group_readable(fs, g) && needs_inode_bitmap(fs, g))
                         r = hint_blocks(s, &l, ext2fs_inode_bitmap_loc(fs, g), 1);
         if (r >= 0 && journal > 0 && journal <= fs->super->s_inodes_count) {
                 dgrp_t g = (journal - 1) / fs->super->s_inodes_per_group;
                 uint32_t index = (journal - 1) % fs->super->s_inodes_per_group;
 
-                r = hint_blocks(s, &l,
+                if (group_readable(fs, g))
+                        r = hint_blocks(
+                                s, &l,
                                 ext2fs_inode_table_loc(fs, g) +
                                         index / (fs->blocksize / EXT2_INODE_SIZE(fs->super)),
                                 1);
         }
         for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
-                if (!ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
+                if (group_readable(fs, g) && !ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
                         r = hint_blocks(s, &l, ext2fs_block_bitmap_loc(fs, g), 1);
         if (r >= 0)
                 fs_hint_ahead(s->hints, &l);
@@ -220,7 +299,9 @@ static int add_journal(ExtScan *s) {
         JournalRun j = {.scan = s};
         errcode_t e;
 
-        if (!ext2fs_has_feature_journal(fs->super) || fs->super->s_journal_inum == 0)
+        if (!ext2fs_has_feature_journal(fs->super) || fs->super->s_journal_inum == 0 ||
+            fs->super->s_journal_inum > fs->super->s_inodes_count ||
+            !group_readable(fs, (fs->super->s_journal_inum - 1) / fs->super->s_inodes_per_group))
                 return 0;
         e = ext2fs_block_iterate3(fs, fs->super->s_journal_inum, BLOCK_FLAG_READ_ONLY, NULL,
                                   journal_block, &j);
@@ -247,30 +328,97 @@ static int add_metadata(ExtScan *s) {
         return r;
 }
 
-/* One run of equal bits from @start: its end (exclusive) and whether it is in use. */
-static blk64_t bitmap_run(ext2fs_block_bitmap map, blk64_t start, blk64_t last, bool *ret_used) {
-        blk64_t next;
+/*
+ * The block bitmap of group @g into @buf (@nbytes: a bit per cluster of the group), as libext2fs
+ * reads it for ext2fs_read_block_bitmap(): a group whose bitmap was never written (BLOCK_UNINIT,
+ * with a sound descriptor), or that has none inside the file system, reads as all free; its
+ * static metadata, which libext2fs would mark in use, is metadata here anyway, and the rest of
+ * its inode table used (add_inode_table()).
+ * Return: 0, or a libext2fs error (EXT2_ET_BLOCK_BITMAP_READ, EXT2_ET_BLOCK_BITMAP_CSUM_INVALID).
+ */
+static errcode_t read_group_bitmap(ext2_filsys fs, dgrp_t g, char *buf, int nbytes) {
+        blk64_t blk;
 
-        *ret_used = ext2fs_test_block_bitmap2(map, start);
-        if (*ret_used ? ext2fs_find_first_zero_block_bitmap2(map, start, last, &next)
-                      : ext2fs_find_first_set_block_bitmap2(map, start, last, &next))
-                return last + 1; /* ENOENT: the run goes to the end */
-        return MAX(next, start + 1);
+        if (!group_readable(fs, g))
+                return EXT2_ET_BLOCK_BITMAP_READ;
+        blk = ext2fs_block_bitmap_loc(fs, g);
+        if (blk == 0 || block_bitmap_uninit(fs, g)) {
+                memset(buf, 0, (size_t)nbytes);
+                return 0;
+        }
+        if (io_channel_read_blk64(fs->io, blk, 1, buf) != 0)
+                return EXT2_ET_BLOCK_BITMAP_READ;
+        if (!ext2fs_block_bitmap_csum_verify(fs, g, buf, nbytes))
+                return EXT2_ET_BLOCK_BITMAP_CSUM_INVALID;
+        return 0;
 }
 
-/* Used and free blocks from the block bitmap. With bigalloc, the bitmap functions take block
- * numbers and answer for the whole cluster. */
-static int add_allocation(ExtScan *s) {
+/* The first bit at or after @from, below @end, that is not @set: @end if there is none. Bit i is
+ * bit i % 8 of byte i / 8 (ext2's little-endian bitmaps), looked at 64 bits at a time. */
+static uint32_t bitmap_run_end(const uint8_t *bits, uint32_t from, uint32_t end, bool set) {
+        while (from < end) {
+                uint32_t word = from / 64, nbits = MIN(64u, end - word * 64);
+                uint64_t w = 0, differ;
+
+                memcpy(&w, bits + word * 8, DIV_ROUND_UP(nbits, 8));
+                w = le64toh(w);
+                differ = (set ? ~w : w) & ~((UINT64_C(1) << (from % 64)) - 1);
+                if (nbits < 64)
+                        differ &= (UINT64_C(1) << nbits) - 1;
+                if (differ != 0)
+                        return MIN(word * 64 + (uint32_t)__builtin_ctzll(differ), end);
+                from = word * 64 + nbits;
+        }
+        return end;
+}
+
+/* Used and free runs of group @g's bitmap in @bits, as blocks. With bigalloc, a bit is a
+ * cluster. Runs that go on into the next group are merged by fs_range_list_add(). */
+static int add_group_allocation(ExtScan *s, dgrp_t g, const uint8_t *bits) {
         ext2_filsys fs = s->fs;
-        blk64_t block = fs->super->s_first_data_block, last = ext2fs_blocks_count(fs->super) - 1;
+        blk64_t first_cluster = EXT2FS_B2C(fs, fs->super->s_first_data_block) +
+                                (blk64_t)g * EXT2_CLUSTERS_PER_GROUP(fs->super);
+        blk64_t end_block = ext2fs_blocks_count(fs->super);
+        uint32_t n = EXT2_CLUSTERS_PER_GROUP(fs->super);
         int r = 0;
 
-        while (r >= 0 && block <= last) {
-                bool used;
-                blk64_t end = bitmap_run(fs->block_map, block, last, &used);
+        for (uint32_t bit = 0; r >= 0 && bit < n;) {
+                bool used = bits[bit / 8] >> (bit % 8) & 1u;
+                uint32_t stop = bitmap_run_end(bits, bit, n, used);
+                blk64_t start = MAX(EXT2FS_C2B(fs, first_cluster + bit),
+                                    (blk64_t)fs->super->s_first_data_block);
+                blk64_t end = MIN(EXT2FS_C2B(fs, first_cluster + stop), end_block);
 
-                r = add_blocks(s, block, end - block, used ? FS_RANGE_USED : FS_RANGE_FREE);
-                block = end;
+                if (start >= end_block)
+                        break;
+                r = add_blocks(s, start, end - start, used ? FS_RANGE_USED : FS_RANGE_FREE);
+                bit = stop;
+        }
+        return r;
+}
+
+/*
+ * Used and free blocks from the block bitmap, one group at a time: libext2fs' own
+ * ext2fs_read_block_bitmap() would hold the whole bitmap (512 MiB for 16 TiB of 4 KiB blocks).
+ * A group whose bitmap cannot be read stops it: the scan maps metadata only then, as it did
+ * when the whole bitmap could not be read (the used ranges of the whole file system outrank the
+ * free ones added so far).
+ * Return: 0, -ENOMEM, or a positive libext2fs error in *@ret_error.
+ */
+static int add_allocation(ExtScan *s, errcode_t *ret_error) {
+        ext2_filsys fs = s->fs;
+        int nbytes = EXT2_CLUSTERS_PER_GROUP(fs->super) / 8;
+        _cleanup_free_ uint8_t *bits = malloc(MAX((size_t)fs->blocksize, (size_t)nbytes));
+        int r = 0;
+
+        *ret_error = 0;
+        if (!bits)
+                return -ENOMEM;
+        for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++) {
+                *ret_error = read_group_bitmap(fs, g, (char *)bits, nbytes);
+                if (*ret_error != 0)
+                        return 0;
+                r = add_group_allocation(s, g, bits);
         }
         return r;
 }
@@ -307,7 +455,8 @@ static errcode_t open_read_only(const char *path, uint64_t offset, ext2_filsys *
 
         /* The "offset" option, as unix_io's: a byte offset added to every read. */
         (void)snprintf(options, sizeof(options), "offset=%" PRIu64, offset);
-        return ext2fs_open2(path, options, EXT2_FLAG_64BITS, 0, 0, fslayout_read_io_manager, ret);
+        return ext2fs_open2(path, options, EXT2_FLAG_64BITS | EXT2_FLAG_SUPER_ONLY, 0, 0,
+                            fslayout_read_io_manager, ret);
 }
 
 int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool metadata_only,
@@ -319,6 +468,12 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
 
         *ret_detail = NULL;
         e = open_read_only(path, offset, &s.fs);
+        if (e == 0) {
+                hint_descriptors(&s);
+                e = check_descriptors(s.fs);
+                if (e != 0)
+                        (void)ext2fs_close_free(&s.fs);
+        }
         if (e != 0)
                 return fail(ret_detail, FS_SCAN_FAILED, "cannot open", e);
         s.bitmap = malloc(s.fs->blocksize);
@@ -337,13 +492,10 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
                 r = set_detail(ret_detail, FS_SCAN_METADATA_ONLY, why);
                 goto finish;
         }
-        e = ext2fs_read_block_bitmap(s.fs);
-        if (e != 0) {
+        r = add_allocation(&s, &e);
+        if (r >= 0 && e != 0)
                 r = fail(ret_detail, FS_SCAN_METADATA_ONLY, "cannot read the block bitmap", e);
-                goto finish;
-        }
-        r = add_allocation(&s);
-        if (r >= 0)
+        else if (r >= 0)
                 r = FS_SCAN_MAPPED;
 finish:
         free(s.bitmap);

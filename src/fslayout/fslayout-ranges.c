@@ -18,6 +18,8 @@
 int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeKind kind) {
         FsRange *last = l->n > 0 ? &l->ranges[l->n - 1] : NULL;
 
+        if (l->chunks)
+                return fs_chunk_kinds_add(l->chunks, offset, length, kind);
         if (length == 0)
                 return 0;
         length = MIN(length, UINT64_MAX - offset);
@@ -47,12 +49,17 @@ void fs_hint_ahead(const FsLayoutHints *hints, const FsRangeList *l) {
 
         if (!hints || !hints->ahead || l->n == 0)
                 return;
-        v = malloc(l->n * sizeof(ByteRange));
+        v = malloc(MIN(l->n, (size_t)FSLAYOUT_HINTS_MAX) * sizeof(ByteRange));
         if (!v)
                 return;
-        for (size_t i = 0; i < l->n; i++)
-                v[i] = (ByteRange){l->ranges[i].offset, l->ranges[i].length};
-        hints->ahead(v, l->n, hints->userdata);
+        for (size_t done = 0; done < l->n;) {
+                size_t n = MIN(l->n - done, (size_t)FSLAYOUT_HINTS_MAX);
+
+                for (size_t i = 0; i < n; i++)
+                        v[i] = (ByteRange){l->ranges[done + i].offset, l->ranges[done + i].length};
+                hints->ahead(v, n, hints->userdata);
+                done += n;
+        }
 }
 
 void fs_range_list_done(FsRangeList *l) {
@@ -187,6 +194,8 @@ const FsRange *fslayout_find(const FsLayout *l, uint64_t offset) {
 uint64_t fslayout_bytes_in(const FsLayout *l, uint64_t offset, uint64_t length, FsRangeKind kind) {
         uint64_t end = offset + MIN(length, UINT64_MAX - offset), sum = 0;
 
+        if (l->chunks)
+                return fs_chunk_kinds_bytes_in(l->chunks, offset, length, kind);
         for (size_t i = first_ending_after(l, offset); i < l->n_ranges; i++) {
                 const FsRange *r = &l->ranges[i];
                 uint64_t start = MAX(r->offset, offset), stop = MIN(r->offset + r->length, end);
@@ -207,6 +216,7 @@ void fslayout_free(FsLayout *l) {
         if (!l)
                 return;
         free(l->ranges);
+        fs_chunk_kinds_free(l->chunks);
         for (size_t i = 0; i < l->n_notes; i++)
                 free(l->notes[i]);
         free(l->notes);

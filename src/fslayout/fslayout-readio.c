@@ -3,10 +3,13 @@
  * The read-only libext2fs I/O manager (fslayout-readio.h). A channel is a descriptor opened
  * O_RDONLY, a byte offset and a block size; block n of the channel is at byte
  * offset + n * block size, and a negative count is a number of bytes (libext2fs' convention).
+ * The last few single blocks read are kept, as unix_io keeps them: a file system opened with
+ * EXT2_FLAG_SUPER_ONLY reads a group's descriptor block again for every accessor of it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,25 +18,43 @@
 #include "parse.h"
 #include "util.h"
 
+#define CACHE_BLOCKS 8u
+
+typedef struct CachedBlock {
+        unsigned long long block;
+        uint64_t used; /* the channel's clock when last read or found: the oldest goes first */
+        bool valid;
+        void *data; /* a block of the channel's block size */
+} CachedBlock;
+
 typedef struct ReadChannel {
         int fd;
         uint64_t offset;
+        CachedBlock cache[CACHE_BLOCKS];
+        uint64_t clock;
 } ReadChannel;
 
 static errcode_t read_open(const char *name, int flags, io_channel *ret);
 static errcode_t read_close(io_channel channel);
 
+/* Forgets the blocks kept, their memory too: a block is another size, or at another place. */
+static void cache_drop(ReadChannel *c) {
+        for (unsigned i = 0; i < CACHE_BLOCKS; i++) {
+                free(c->cache[i].data);
+                c->cache[i] = (CachedBlock){};
+        }
+}
+
 static errcode_t read_set_blksize(io_channel channel, int blksize) {
         if (blksize <= 0)
                 return EXT2_ET_INVALID_ARGUMENT;
+        if (blksize != channel->block_size)
+                cache_drop(channel->private_data);
         channel->block_size = blksize;
         return 0;
 }
 
-static errcode_t read_blk64(io_channel channel, unsigned long long block, int count, void *data) {
-        const ReadChannel *c = channel->private_data;
-        size_t size = count < 0 ? (size_t) - (int64_t)count : (size_t)count * channel->block_size;
-        uint64_t at = c->offset + block * (uint64_t)channel->block_size;
+static errcode_t read_bytes(const ReadChannel *c, uint64_t at, size_t size, void *data) {
         uint8_t *p = data;
 
         while (size > 0) {
@@ -50,6 +71,48 @@ static errcode_t read_blk64(io_channel channel, unsigned long long block, int co
                 size -= (size_t)n;
         }
         return 0;
+}
+
+/* One block, from the blocks kept or read into the place of the oldest of them. */
+static errcode_t read_one_block(io_channel channel, unsigned long long block, void *data) {
+        ReadChannel *c = channel->private_data;
+        size_t size = (size_t)channel->block_size;
+        CachedBlock *oldest = &c->cache[0];
+        errcode_t e;
+
+        for (unsigned i = 0; i < CACHE_BLOCKS; i++) {
+                CachedBlock *b = &c->cache[i];
+
+                if (b->valid && b->block == block) {
+                        b->used = ++c->clock;
+                        memcpy(data, b->data, size);
+                        return 0;
+                }
+                if (!b->valid || b->used < oldest->used)
+                        oldest = b;
+        }
+        if (!oldest->data) {
+                oldest->data = malloc(size);
+                if (!oldest->data) /* keep nothing, read all the same */
+                        return read_bytes(c, c->offset + block * (uint64_t)size, size, data);
+        }
+        oldest->valid = false;
+        e = read_bytes(c, c->offset + block * (uint64_t)size, size, oldest->data);
+        if (e != 0)
+                return e;
+        *oldest = (CachedBlock){
+                .block = block, .used = ++c->clock, .valid = true, .data = oldest->data};
+        memcpy(data, oldest->data, size);
+        return 0;
+}
+
+static errcode_t read_blk64(io_channel channel, unsigned long long block, int count, void *data) {
+        const ReadChannel *c = channel->private_data;
+        size_t size = count < 0 ? (size_t) - (int64_t)count : (size_t)count * channel->block_size;
+
+        if (count == 1)
+                return read_one_block(channel, block, data);
+        return read_bytes(c, c->offset + block * (uint64_t)channel->block_size, size, data);
 }
 
 static errcode_t read_blk(io_channel channel, unsigned long block, int count, void *data) {
@@ -84,6 +147,8 @@ static errcode_t read_set_option(io_channel channel, const char *option, const c
                 return EXT2_ET_INVALID_ARGUMENT;
         if (!arg || parse_unsigned(arg, 0, INT64_MAX, &v) < 0)
                 return EXT2_ET_INVALID_ARGUMENT;
+        if (v != c->offset)
+                cache_drop(c);
         c->offset = v;
         return 0;
 }
@@ -147,6 +212,7 @@ static errcode_t read_close(io_channel channel) {
 
         if (--channel->refcount > 0)
                 return 0;
+        cache_drop(c);
         (void)close(c->fd);
         free(c);
         free(channel->name);

@@ -13,22 +13,25 @@
 
 #include "fslayout.h"
 
-/* Ranges in any order, overlaps allowed; fs_ranges_normalize() makes a layout out of them. */
+/* Ranges in any order, overlaps allowed; fs_ranges_normalize() makes a layout out of them. With
+ * @chunks set, the ranges go there as they come instead, and the list stays empty. */
 typedef struct FsRangeList {
         FsRange *ranges;
         size_t n;
         size_t allocated;
+        FsChunkKinds *chunks; /* not owned */
 } FsRangeList;
 
 /* fs_range_list_add() - append, or extend the last range if it ends at @offset with the same
- * kind. An empty range is ignored. 0 or -ENOMEM. */
+ * kind (or hand it to l->chunks, which does the same). An empty range is ignored. 0 or -ENOMEM. */
 int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeKind kind);
 /* fs_range_list_append() - every range of @from, in order, at the end of @to. 0 or -ENOMEM. */
 int fs_range_list_append(FsRangeList *to, const FsRangeList *from);
 void fs_range_list_done(FsRangeList *l);
 
 /* fs_hint_ahead() - tell @hints (NULL: nobody) the ranges of @l (their kind does not matter)
- * as reads to come (FsLayoutHints). Out of memory, the hint is dropped: it only orders reads. */
+ * as reads to come (FsLayoutHints), FSLAYOUT_HINTS_MAX at most a call. Out of memory, the hint
+ * is dropped: it only orders reads. */
 void fs_hint_ahead(const FsLayoutHints *hints, const FsRangeList *l);
 
 /* What a scanner found out. Negative errno values (out of memory only) are fatal. */

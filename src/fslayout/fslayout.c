@@ -73,6 +73,7 @@ static void discovery_done(Discovery *d) {
         free(d->regions);
         free(d->table_type);
         fs_range_list_done(&d->extended);
+        fs_chunk_kinds_free(d->list.chunks);
         fs_range_list_done(&d->list);
         for (size_t i = 0; i < d->n_notes; i++)
                 free(d->notes[i]);
@@ -401,12 +402,14 @@ static int find_mount(Discovery *d, Region *region, char **ret_path, int *ret_fd
  * while mounted, and what is on disk may lag behind by the blocks the file system gained or gave
  * up since: good enough for an order of reading, and free space is never taken from it. Read
  * first, so that the bitmaps and btree blocks the kernel reads for GETFSMAP were fetched ahead
- * (hints). Returns 1 if GETFSMAP mapped the region, 0 to go on as if unmounted (state set), or
- * -ENOMEM.
+ * (hints). By chunk, what is read goes straight into the chunk kinds, as it comes (a list of the
+ * ranges of every group's metadata would grow with the file system); if GETFSMAP fails, the
+ * scan that follows only says it again. Returns 1 if GETFSMAP mapped the region, 0 to go on as
+ * if unmounted (state set), or -ENOMEM.
  */
 static int scan_mounted(Discovery *d, Region *region, bool xfs, int mount_fd,
                         const char *mount_point) {
-        _cleanup_(fs_range_list_done) FsRangeList own = {};
+        _cleanup_(fs_range_list_done) FsRangeList own = {.chunks = d->list.chunks};
         _cleanup_free_ char *failure = NULL, *ignored = NULL;
         int r, own_r;
 
@@ -617,8 +620,22 @@ static int add_notes(Discovery *d, const FsLayout *l) {
         return r;
 }
 
-int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
-                      char **ret_error) {
+/* The layout of what the scans added to d->list: normalised ranges, or the chunk kinds. */
+static int make_layout(Discovery *d, FsLayout *l) {
+        if (d->list.chunks) {
+                int r = fs_chunk_kinds_flush(d->list.chunks);
+
+                if (r < 0)
+                        return r;
+                l->chunks = TAKE_PTR(d->list.chunks);
+                return 0;
+        }
+        return fs_ranges_normalize(d->list.ranges, d->list.n, d->size, &l->ranges, &l->n_ranges);
+}
+
+/* fslayout_discover() with @chunk_size 0, else fslayout_discover_chunks(). */
+static int discover(int fd, uint64_t device_size, uint32_t chunk_size, const FsLayoutHints *hints,
+                    FsLayout *ret, char **ret_error) {
         _cleanup_free_ char *error = NULL;
         Discovery d = {.hints = hints, .fd = -1, .size = device_size};
         FsLayout l = {};
@@ -627,6 +644,11 @@ int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, 
         if (device_size == 0) {
                 r = -EINVAL;
                 (void)set_string(&error, "The device is empty");
+        }
+        if (r >= 0 && chunk_size > 0) {
+                r = fs_chunk_kinds_new(&d.list.chunks, device_size, chunk_size);
+                if (r < 0)
+                        (void)set_string(&error, "Cannot map the device: out of memory");
         }
         if (r >= 0)
                 hint_probe(&d, 0, device_size);
@@ -639,7 +661,7 @@ int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, 
         if (r >= 0)
                 r = claim_unmapped(&d);
         if (r >= 0)
-                r = fs_ranges_normalize(d.list.ranges, d.list.n, d.size, &l.ranges, &l.n_ranges);
+                r = make_layout(&d, &l);
         if (r >= 0)
                 r = add_notes(&d, &l);
         if (r >= 0) {
@@ -657,4 +679,19 @@ int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, 
         }
         discovery_done(&d);
         return r;
+}
+
+int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
+                      char **ret_error) {
+        return discover(fd, device_size, 0, hints, ret, ret_error);
+}
+
+int fslayout_discover_chunks(int fd, uint64_t device_size, uint32_t chunk_size,
+                             const FsLayoutHints *hints, FsLayout *ret, char **ret_error) {
+        if (chunk_size == 0) {
+                if (ret_error)
+                        *ret_error = strdup("No chunk size");
+                return -EINVAL;
+        }
+        return discover(fd, device_size, chunk_size, hints, ret, ret_error);
 }

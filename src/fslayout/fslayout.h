@@ -7,10 +7,13 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "state.h"
+#include "two-bit-array.h"
+#include "util.h"
 
 /* In order of priority: where two sources disagree about a byte, the lower value wins. */
 typedef enum FsRangeKind {
@@ -26,11 +29,34 @@ typedef struct FsRange {
         FsRangeKind kind;
 } FsRange;
 
+/*
+ * The layout as a reader of chunks needs it, in memory that does not grow with what the file
+ * systems hold (two bits a chunk: 4 MiB at 16 M chunks): the most urgent kind of each chunk. A
+ * chunk is metadata if any byte of it is, else used if any byte is (a byte that no range covers
+ * is), else free. Free means that one free range covers the whole chunk, neighbours merged as they
+ * are added: a chunk whose free bytes come in pieces that were not added one after the other is
+ * used (never wrongly free). A normalised layout's ranges give exactly the kinds that a byte-wise
+ * sweep would.
+ */
+typedef struct FsChunkKinds {
+        uint64_t size; /* of the device, bytes */
+        uint32_t chunk_size;
+        uint64_t n_chunks;
+        TwoBitArray *kinds; /* an FsRangeKind per chunk, or FS_CHUNK_UNKNOWN (then used); NULL
+                               while every chunk is @uniform (nothing at all known, or one
+                               range over the whole device: a blank one costs nothing) */
+        unsigned uniform;
+        FsRange pending; /* the last range added, still growing: length 0 if none */
+} FsChunkKinds;
+
+#define FS_CHUNK_UNKNOWN 3u /* no range touched the chunk: used */
+
 typedef struct FsLayout {
         FsRange *ranges; /* sorted, non-overlapping, adjacent ranges differ in kind, together
                             covering [0, device size) exactly */
         size_t n_ranges;
-        char **notes; /* one line per partition table, partition or region, for humans */
+        FsChunkKinds *chunks; /* fslayout_discover_chunks(): the kinds by chunk, no ranges */
+        char **notes;         /* one line per partition table, partition or region, for humans */
         size_t n_notes;
 } FsLayout;
 
@@ -42,8 +68,12 @@ typedef struct FsLayout {
  * the headers of XFS's allocation groups and each level of their btrees. The discovery reads
  * them with single blocking reads; a reader that fetches them meanwhile, many at once, makes
  * those reads find warm blocks instead of waiting for one cold block after another. Only
- * ordering: nothing depends on it being heeded.
+ * ordering: nothing depends on it being heeded. At most FSLAYOUT_HINTS_MAX ranges a call (more
+ * come in calls that follow, in order), so that telling them costs memory that does not grow
+ * with the file system.
  */
+#define FSLAYOUT_HINTS_MAX 4096u
+
 typedef struct FsLayoutHints {
         void (*ahead)(const ByteRange *ranges, size_t n, void *userdata);
         void *userdata;
@@ -79,9 +109,48 @@ typedef struct FsLayoutHints {
 int fslayout_discover(int fd, uint64_t device_size, const FsLayoutHints *hints, FsLayout *ret,
                       char **ret_error);
 
+/*
+ * fslayout_discover_chunks() - fslayout_discover(), by chunks of @chunk_size bytes: @ret gets
+ * @ret->chunks and the notes, no ranges. What the scanners find goes straight into the chunk
+ * kinds, so the memory it takes is the chunk kinds' (and the scanners' own, which does not grow
+ * with the device either), whatever the file systems hold. The notes' figures are counted by
+ * chunk: bytes of the chunks of each kind.
+ */
+int fslayout_discover_chunks(int fd, uint64_t device_size, uint32_t chunk_size,
+                             const FsLayoutHints *hints, FsLayout *ret, char **ret_error);
+
 /* fslayout_free() - release what fslayout_discover() filled in and zero @l. NULL-safe. Usable as
  * _cleanup_(fslayout_free) on an FsLayout variable. */
 void fslayout_free(FsLayout *l);
+
+/* fs_chunk_kinds_new() - every chunk unknown (no array yet). -EINVAL if @size or @chunk_size is 0,
+ * -ENOMEM. */
+int fs_chunk_kinds_new(FsChunkKinds **ret, uint64_t size, uint32_t chunk_size);
+FsChunkKinds *fs_chunk_kinds_free(FsChunkKinds *k);
+DEFINE_TRIVIAL_CLEANUP_FUNC(FsChunkKinds *, fs_chunk_kinds_free)
+/* fs_chunk_kinds_add() - [@offset, @offset + @length) is of @kind (an invalid kind is used); a
+ * range that goes on where the last one ended, with the same kind, extends it. 0, or -ENOMEM
+ * when the array is made (at the first range that is not over the whole device). */
+int fs_chunk_kinds_add(FsChunkKinds *k, uint64_t offset, uint64_t length, FsRangeKind kind);
+/* fs_chunk_kinds_flush() - apply the last range added. Before any question is asked. */
+int fs_chunk_kinds_flush(FsChunkKinds *k);
+/* fs_chunk_kinds_from_layout() - the kinds of @l's ranges, by chunks of @chunk_size. */
+int fs_chunk_kinds_from_layout(FsChunkKinds **ret, const FsLayout *l, uint64_t size,
+                               uint32_t chunk_size);
+/* fs_chunk_kinds_take() - the kinds as an array of its own (made now if every chunk is of one
+ * kind), for the plan to translate in place; @k is left without. NULL if out of memory. */
+TwoBitArray *fs_chunk_kinds_take(FsChunkKinds *k);
+/* fs_chunk_kinds_uniform() - is every chunk of one kind (then in *@ret, FS_CHUNK_UNKNOWN
+ * included), with no array made for it? */
+bool fs_chunk_kinds_uniform(const FsChunkKinds *k, unsigned *ret);
+/* fs_chunk_kind() - the kind of chunk @chunk: unknown is used. */
+FsRangeKind fs_chunk_kind(const FsChunkKinds *k, uint64_t chunk);
+/* fs_chunk_kinds_bytes_in() - how many bytes of [@offset, @offset + @length) lie in chunks of
+ * @kind. */
+uint64_t fs_chunk_kinds_bytes_in(const FsChunkKinds *k, uint64_t offset, uint64_t length,
+                                 FsRangeKind kind);
+/* fs_chunk_kinds_memory() - bytes @k holds on the heap. */
+size_t fs_chunk_kinds_memory(const FsChunkKinds *k);
 
 /* fs_range_kind_to_string() - "metadata", "used", "free", or NULL for an invalid value. */
 const char *fs_range_kind_to_string(FsRangeKind kind);
@@ -96,7 +165,8 @@ int fslayout_check(const FsLayout *l, uint64_t device_size);
 /* fslayout_find() - the range that contains byte @offset, or NULL if beyond the end. */
 const FsRange *fslayout_find(const FsLayout *l, uint64_t offset);
 
-/* fslayout_bytes_in() - how many bytes of [@offset, @offset + @length) are of @kind. */
+/* fslayout_bytes_in() - how many bytes of [@offset, @offset + @length) are of @kind (of a layout
+ * by chunk: lie in chunks of @kind). */
 uint64_t fslayout_bytes_in(const FsLayout *l, uint64_t offset, uint64_t length, FsRangeKind kind);
 
 /* fslayout_bytes() - how many bytes of the whole device are of @kind. */

@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * State file codec and atomic persistence. Layout (little endian), version 1:
- *   magic[8] version:u32 flags:u32 size:u64 lbs:u32 chunk_size:u32 n_chunks:u64 n_done:u64
- *   created:u64 updated:u64 active_usec:u64 bytes_read:u64 key_len:u32 n_bad:u32
- *   key[key_len] bad[n_bad]{offset:u64 length:u64} bitmap[ceil(n_chunks/8)] crc32:u32
- * flags: 1 complete, 2 used-complete (never both). The CRC (zlib crc32) covers every byte
- * before it. Decoding trusts nothing it has not checked.
+ * The per-volume state and its atomic persistence: unreadable ranges, the state directory's
+ * and file's verdicts, the lock, load, save and set-aside. The file format is state-codec.c's;
+ * load and save stream through it, so neither holds a copy of the chunk map's bitmap.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,17 +13,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "alloc-util.h"
-#include "fileio.h"
 #include "state.h"
-#include "unaligned.h"
 #include "util.h"
-
-#define STATE_HEADER_SIZE 88u
-#define STATE_FLAG_COMPLETE 1u
-#define STATE_FLAG_USED_COMPLETE 2u
 
 int state_new(HydrateState **ret, const char *key, uint64_t size, uint32_t logical_block_size,
               uint32_t chunk_size) {
@@ -123,180 +113,6 @@ int state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length) {
         return 0;
 }
 
-/* The codec's cursor: each writes or reads one little-endian field and moves past it. */
-static uint8_t *put_u32(uint8_t *p, uint32_t v) {
-        unaligned_write_le32(p, v);
-        return p + sizeof(v);
-}
-
-static uint8_t *put_u64(uint8_t *p, uint64_t v) {
-        unaligned_write_le64(p, v);
-        return p + sizeof(v);
-}
-
-static uint32_t get_u32(const uint8_t **p) {
-        uint32_t v = unaligned_read_le32(*p);
-
-        *p += sizeof(v);
-        return v;
-}
-
-static uint64_t get_u64(const uint8_t **p) {
-        uint64_t v = unaligned_read_le64(*p);
-
-        *p += sizeof(v);
-        return v;
-}
-
-static size_t encoded_size(size_t key_len, size_t n_bad, size_t bitmap_bytes) {
-        return STATE_HEADER_SIZE + key_len + n_bad * 16 + bitmap_bytes + 4;
-}
-
-int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size) {
-        size_t key_len = strlen(s->key), bitmap = chunkmap_bitmap_bytes(s->map);
-        size_t size = encoded_size(key_len, s->n_bad, bitmap);
-        uint8_t *buf, *p;
-
-        buf = malloc(size);
-        if (!buf)
-                return -ENOMEM;
-        memcpy(buf, STATE_MAGIC, 8);
-        p = put_u32(buf + 8, STATE_VERSION);
-        p = put_u32(p, (s->complete ? STATE_FLAG_COMPLETE : 0) |
-                               (s->used_complete ? STATE_FLAG_USED_COMPLETE : 0));
-        p = put_u64(p, s->size);
-        p = put_u32(p, s->logical_block_size);
-        p = put_u32(p, s->map->chunk_size);
-        p = put_u64(p, s->map->n_chunks);
-        p = put_u64(p, s->map->n_done);
-        p = put_u64(p, s->created_usec);
-        p = put_u64(p, s->updated_usec);
-        p = put_u64(p, s->active_usec);
-        p = put_u64(p, s->bytes_read);
-        p = put_u32(p, (uint32_t)key_len);
-        p = put_u32(p, (uint32_t)s->n_bad);
-        memcpy(p, s->key, key_len);
-        p += key_len;
-        for (size_t i = 0; i < s->n_bad; i++) {
-                p = put_u64(p, s->bad[i].offset);
-                p = put_u64(p, s->bad[i].length);
-        }
-        chunkmap_bitmap_export(s->map, p);
-        p += bitmap;
-        put_u32(p, (uint32_t)crc32(0L, buf, (uInt)(p - buf)));
-
-        *ret_buf = buf;
-        *ret_size = size;
-        return 0;
-}
-
-bool state_key_valid(const char *key, size_t len) {
-        if (len == 0 || len > STATE_KEY_MAX || key[0] == '.')
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if ((unsigned char)key[i] <= ' ' || (unsigned char)key[i] >= 0x7f || key[i] == '/')
-                        return false;
-        return true;
-}
-
-static bool bad_ranges_valid(const HydrateState *s) {
-        for (size_t i = 0; i < s->n_bad; i++) {
-                const ByteRange *b = &s->bad[i];
-
-                if (b->length == 0 || b->offset >= s->size || b->length > s->size - b->offset)
-                        return false;
-                if (i > 0 && b->offset <= s->bad[i - 1].offset + s->bad[i - 1].length)
-                        return false;
-        }
-        return true;
-}
-
-static bool lbs_valid(uint32_t lbs) {
-        return lbs >= 512 && lbs <= 65536 && (lbs & (lbs - 1)) == 0;
-}
-
-int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
-        _cleanup_(state_freep) HydrateState *s = NULL;
-        uint32_t version, flags, lbs, chunk_size, key_len, n_bad, crc;
-        uint64_t dev_size, n_chunks, n_done;
-        const uint8_t *p = buf, *key;
-        int r;
-
-        if (size < encoded_size(0, 0, 0) || memcmp(buf, STATE_MAGIC, 8) != 0)
-                return -EBADMSG;
-        p = buf + size - 4;
-        crc = get_u32(&p);
-        if (crc != (uint32_t)crc32(0L, buf, (uInt)(size - 4)))
-                return -EBADMSG;
-
-        p = buf + 8;
-        version = get_u32(&p);
-        if (version != STATE_VERSION)
-                return -EPROTONOSUPPORT;
-        flags = get_u32(&p);
-        dev_size = get_u64(&p);
-        lbs = get_u32(&p);
-        chunk_size = get_u32(&p);
-        n_chunks = get_u64(&p);
-        n_done = get_u64(&p);
-        if ((flags & ~(STATE_FLAG_COMPLETE | STATE_FLAG_USED_COMPLETE)) != 0 ||
-            (flags & STATE_FLAG_COMPLETE && flags & STATE_FLAG_USED_COMPLETE) || !lbs_valid(lbs))
-                return -EBADMSG;
-
-        if (!chunk_size_valid(chunk_size) || dev_size == 0 || dev_size % lbs != 0 ||
-            n_chunks != DIV_ROUND_UP(dev_size, chunk_size))
-                return -EBADMSG;
-        if (n_chunks > (STATE_FILE_MAX * 8))
-                return -EBADMSG;
-
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return -ENOMEM;
-        s->created_usec = get_u64(&p);
-        s->updated_usec = get_u64(&p);
-        s->active_usec = get_u64(&p);
-        s->bytes_read = get_u64(&p);
-        key_len = get_u32(&p);
-        n_bad = get_u32(&p);
-        if (key_len > STATE_KEY_MAX || n_bad > STATE_BAD_RANGES_MAX ||
-            size != encoded_size(key_len, n_bad, DIV_ROUND_UP(n_chunks, 8)))
-                return -EBADMSG;
-
-        key = p;
-        if (!state_key_valid((const char *)key, key_len))
-                return -EBADMSG;
-        memcpy(s->key, key, key_len);
-        p += key_len;
-
-        s->size = dev_size;
-        s->logical_block_size = lbs;
-        s->complete = flags & STATE_FLAG_COMPLETE;
-        s->used_complete = flags & STATE_FLAG_USED_COMPLETE;
-        if (n_bad > 0) {
-                r = ARRAY_GROW(s->bad, s->n_bad_allocated, n_bad);
-                if (r < 0)
-                        return r;
-        }
-        for (s->n_bad = 0; s->n_bad < n_bad; s->n_bad++) {
-                s->bad[s->n_bad].offset = get_u64(&p);
-                s->bad[s->n_bad].length = get_u64(&p);
-        }
-        if (!bad_ranges_valid(s))
-                return -EBADMSG;
-
-        r = chunkmap_new(&s->map, dev_size, chunk_size);
-        if (r < 0)
-                return r;
-        r = chunkmap_bitmap_import(s->map, p, DIV_ROUND_UP(n_chunks, 8));
-        if (r < 0)
-                return r;
-        if (s->map->n_done != n_done || s->complete != chunkmap_complete(s->map))
-                return -EBADMSG;
-
-        *ret = TAKE_PTR(s);
-        return 0;
-}
-
 int state_matches(const HydrateState *s, const char *key, uint64_t size,
                   uint32_t logical_block_size, const char **ret_why) {
         if (strcmp(s->key, key) != 0)
@@ -370,32 +186,13 @@ int state_file_verdict(const struct stat *st, uid_t owner) {
         return 0;
 }
 
-static int read_all(int fd, uid_t owner, uint8_t **ret_buf, size_t *ret_size) {
-        struct stat st;
-        char *buf;
-        int r;
-
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        /* Again: it may have been replaced since it was looked at. */
-        r = state_file_verdict(&st, owner);
-        if (r < 0)
-                return r;
-        /* A file that changed size under us is read as it now is: the decoder rejects an image
-         * that is not whole. */
-        r = read_full_fd(fd, STATE_FILE_MAX, &buf, ret_size);
-        if (r < 0)
-                return r;
-        *ret_buf = (uint8_t *)buf;
-        return 0;
-}
-
-int state_load(int dir_fd, const char *key, HydrateState **ret) {
+/* Opens <dir>/<key>.state for reading, after a look at what it is (see state_load()); its size
+ * as it is now, looked at again, goes to *@ret_size: one that changed size since is not whole,
+ * and the decoder says so. */
+static int open_state_file(int dir_fd, const char *key, int *ret_fd, uint64_t *ret_size) {
         _cleanup_free_ char *name = state_file_name(key);
-        _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st, dir_st;
-        size_t size = 0;
         uid_t owner;
         int r;
 
@@ -415,24 +212,46 @@ int state_load(int dir_fd, const char *key, HydrateState **ret) {
         fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return errno == ENXIO ? -EBADMSG : -errno; /* ENXIO: a socket, swapped in */
-        r = read_all(fd, owner, &buf, &size);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* Again: it may have been replaced since it was looked at. */
+        r = state_file_verdict(&st, owner);
         if (r < 0)
                 return r;
-        return state_decode(buf, size, ret);
+        *ret_fd = TAKE_FD(fd);
+        *ret_size = (uint64_t)st.st_size;
+        return 0;
+}
+
+int state_load(int dir_fd, const char *key, HydrateState **ret) {
+        _cleanup_close_ int fd = -1;
+        uint64_t size;
+        int r;
+
+        r = open_state_file(dir_fd, key, &fd, &size);
+        if (r < 0)
+                return r;
+        return state_decode_fd(fd, size, ret);
+}
+
+int state_load_summary(int dir_fd, const char *key, StateSummary *ret) {
+        _cleanup_close_ int fd = -1;
+        uint64_t size;
+        int r;
+
+        r = open_state_file(dir_fd, key, &fd, &size);
+        if (r < 0)
+                return r;
+        return state_summary_fd(fd, size, ret);
 }
 
 int state_save(int dir_fd, const HydrateState *s) {
         _cleanup_free_ char *name = state_file_name(s->key), *tmp = NULL;
-        _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_close_ int fd = -1;
-        size_t size = 0;
         int r;
 
         if (!name || asprintf(&tmp, ".%s.tmp", name) < 0)
                 return -ENOMEM;
-        r = state_encode(s, &buf, &size);
-        if (r < 0)
-                return r;
 
         /* A leftover from a crash or a failed save; O_EXCL below refuses links. One that cannot
          * be removed fails the save with its own error, not with O_EXCL's EEXIST. */
@@ -441,7 +260,7 @@ int state_save(int dir_fd, const HydrateState *s) {
         fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
-        r = write_full_fd(fd, buf, size);
+        r = state_encode_fd(s, fd);
         /* An fsync error is final: the kernel may have dropped the dirty pages, so never retry. */
         if (r >= 0 && fsync(fd) < 0)
                 r = -errno;

@@ -2,7 +2,8 @@
 /*
  * The per-volume checkpoint: identity, chunk map, unreadable ranges and completion, in a
  * versioned, CRC-protected little-endian file written atomically (temp file, fsync, rename,
- * fsync of the directory). The codec is pure; load/save are the only parts that do I/O.
+ * fsync of the directory). The codec (state-codec.c) streams: it does no I/O of its own, and
+ * holds at most STATE_IO_BUFFER bytes of an image; load/save are the only parts that do I/O.
  */
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "chunkmap.h"
 #include "util.h"
@@ -20,6 +22,7 @@
         200 /* leaves room for ".<key>.state.tmp" and set-aside suffixes in NAME_MAX */
 #define STATE_SUFFIX ".state"
 #define STATE_FILE_MAX (UINT64_C(64) << 20)
+#define STATE_IO_BUFFER (UINT32_C(64) << 10) /* what the codec holds of a file at once */
 #define STATE_BAD_RANGES_MAX 65536u
 
 typedef struct ByteRange {
@@ -60,12 +63,53 @@ int state_add_bad(HydrateState *s, uint64_t offset, uint64_t length);
  * now). */
 int state_clear_bad(HydrateState *s, uint64_t offset, uint64_t length);
 
-int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size);
+/* Where the encoder puts bytes (0 or -errno), and where the decoder takes them from (how many,
+ * at most @n; 0 at the end; or -errno). */
+typedef int (*state_write_t)(void *userdata, const void *buf, size_t n);
+typedef ssize_t (*state_read_t)(void *userdata, void *buf, size_t n);
+
 /*
- * state_decode() - parse and fully validate a state file image.
- * Returns 0; -EBADMSG (bad magic, checksum, or inconsistent fields); -EPROTONOSUPPORT (version).
+ * state_encode_to() - encode @s in pieces of at most STATE_IO_BUFFER bytes, handed to @write in
+ * order; the codec allocates only that buffer, whatever the size of the chunk map. 0, -ENOMEM,
+ * or @write's error (then the output is incomplete).
  */
+int state_encode_to(const HydrateState *s, state_write_t write, void *userdata);
+/* state_encode_fd() - state_encode_to() into the file open as @fd. */
+int state_encode_fd(const HydrateState *s, int fd);
+/* state_encoded_size() - the bytes state_encode_to() writes for @s. */
+size_t state_encoded_size(const HydrateState *s);
+/* state_encode() - the whole image in one buffer (malloc'ed). */
+int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size);
+
+/*
+ * state_decode_from() - parse and fully validate a state file image of @size bytes, read from
+ * @read in pieces (the bitmap straight into the chunk map: besides the state itself, the codec
+ * allocates one buffer of STATE_IO_BUFFER bytes). An image whose header does not add up to @size
+ * is refused before the chunk map is made; one that ends early or goes on past @size too.
+ * Returns 0; -EBADMSG (bad magic, checksum, or inconsistent fields); -EPROTONOSUPPORT (another
+ * version, whole by its checksum); -ENOMEM; or @read's error.
+ */
+int state_decode_from(state_read_t read, void *userdata, uint64_t size, HydrateState **ret);
+/* What a state file says in brief, without its chunk map (none is made): for a look at a state
+ * that costs STATE_IO_BUFFER bytes, whatever the size of the volume. */
+typedef struct StateSummary {
+        char key[STATE_KEY_MAX + 1];
+        uint64_t size; /* of the device */
+        bool complete;
+        bool used_complete;
+        uint64_t done_bytes; /* chunkmap_done_bytes() of its chunk map */
+        size_t n_bad;
+} StateSummary;
+
+/* state_summary_from() - state_decode_from(), every check the same, into a summary. */
+int state_summary_from(state_read_t read, void *userdata, uint64_t size, StateSummary *ret);
+int state_summary(const uint8_t *buf, size_t size, StateSummary *ret);
+int state_summary_fd(int fd, uint64_t size, StateSummary *ret);
+
+/* state_decode() - state_decode_from() on an image in memory. */
 int state_decode(const uint8_t *buf, size_t size, HydrateState **ret);
+/* state_decode_fd() - state_decode_from() on the file open as @fd, from its offset, @size bytes. */
+int state_decode_fd(int fd, uint64_t size, HydrateState **ret);
 
 /*
  * state_matches() - does @s describe this device? 0 if so, else -ESTALE with a static
@@ -105,6 +149,8 @@ int state_file_verdict(const struct stat *st, uid_t owner);
  * uid than the directory; -EFBIG if it is larger than STATE_FILE_MAX (never read).
  */
 int state_load(int dir_fd, const char *key, HydrateState **ret);
+/* state_load_summary() - state_load() into a summary: no chunk map is made. */
+int state_load_summary(int dir_fd, const char *key, StateSummary *ret);
 /* state_save() - atomically replace <dir>/<key>.state (mode 0600); any fsync failure is an error.
  */
 int state_save(int dir_fd, const HydrateState *s);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the fslayout tests share: a scratch directory with an image and a mount point, commands
- * run through the shell, discovery held to the layout's promise, e2fsprogs as the witness of an
+ * run through the shell, discovery held to the layout's promise (and mapped by chunk to the same
+ * kinds), e2fsprogs as the witness of an
  * ext4's blocks, hand-written DOS partition tables, and loop devices with mounted file systems.
  */
 #include <endian.h>
@@ -138,6 +139,35 @@ static uint64_t size_of(int fd) {
 }
 
 /* Discovers @path and checks the layout's promise before anything else. */
+/*
+ * The same device mapped by chunk (the daemon's way) must give, chunk for chunk, the kinds that
+ * the byte-exact layout @l gives, with as many notes; for chunks of the smallest size and of
+ * sizes that do not fall on the file systems' boundaries.
+ */
+static void check_by_chunk(int fd, uint64_t size, const FsLayout *l) {
+        static const uint32_t chunk_sizes[] = {512 * 1024, 1024 * 1024, 4 * 1024 * 1024};
+
+        for (size_t i = 0; i < ELEMENTSOF(chunk_sizes); i++) {
+                _cleanup_(fs_chunk_kinds_freep) FsChunkKinds *want = NULL;
+                _cleanup_(fslayout_free) FsLayout got = {};
+                _cleanup_free_ char *error = NULL;
+
+                if (fslayout_discover_chunks(fd, size, chunk_sizes[i], NULL, &got, &error) < 0)
+                        fail_msg("fslayout_discover_chunks(): %s", strempty(error));
+                assert_non_null(got.chunks);
+                assert_null(got.ranges);
+                assert_int_equal(got.n_notes, l->n_notes);
+                assert_int_equal(fs_chunk_kinds_from_layout(&want, l, size, chunk_sizes[i]), 0);
+                for (uint64_t c = 0; c < want->n_chunks; c++)
+                        if (fs_chunk_kind(got.chunks, c) != fs_chunk_kind(want, c))
+                                fail_msg("chunk %" PRIu64 " of %" PRIu32 " bytes: %s by chunk, "
+                                         "%s by the ranges",
+                                         c, chunk_sizes[i],
+                                         fs_range_kind_to_string(fs_chunk_kind(got.chunks, c)),
+                                         fs_range_kind_to_string(fs_chunk_kind(want, c)));
+        }
+}
+
 void discover(const char *path, FsLayout *l, const char *title) {
         _cleanup_free_ char *error = NULL;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -151,6 +181,7 @@ void discover(const char *path, FsLayout *l, const char *title) {
                 fail_msg("fslayout_discover(%s): %s", path, strempty(error));
         assert_int_equal(fslayout_check(l, size), 0);
         print_layout(title, l);
+        check_by_chunk(fd, size, l);
 }
 
 bool has_note(const FsLayout *l, const char *a, const char *b) {

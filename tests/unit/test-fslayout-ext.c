@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "alloc-util.h"
 #include "fixtures-fslayout.h"
 #include "fslayout.h"
 #include "util.h"
@@ -251,6 +252,98 @@ static void test_fslayout_mounted_ext4(void **state) {
                     (long long)MiB);
 }
 
+/* What a discovery told as reads to come (FsLayoutHints): every range, and the most in one call. */
+typedef struct Told {
+        ByteRange *v;
+        size_t n, allocated;
+        size_t calls, most;
+} Told;
+
+static void tell(const ByteRange *ranges, size_t n, void *userdata) {
+        Told *t = userdata;
+
+        assert_int_equal(ARRAY_GROW(t->v, t->allocated, t->n + n), 0);
+        memcpy(t->v + t->n, ranges, n * sizeof(*ranges));
+        t->n += n;
+        t->calls++;
+        t->most = MAX(t->most, n);
+}
+
+static bool told(const Told *t, uint64_t offset, uint64_t length) {
+        for (size_t i = 0; i < t->n; i++)
+                if (t->v[i].offset <= offset && offset + length <= t->v[i].offset + t->v[i].length)
+                        return true;
+        return false;
+}
+
+/*
+ * The reads the scanner tells ahead (ext4 opened with EXT2_FLAG_SUPER_ONLY, a group's
+ * descriptor read when it is asked for): every group descriptor block (meta_bg: spread over the
+ * device, most of them beyond the first MiB that libblkid's probe covers) and every block bitmap
+ * (all initialised: no uninit_bg, each in its own group without flex_bg), in calls of at most
+ * FSLAYOUT_HINTS_MAX ranges; and the layout is the same told or not.
+ */
+static void test_fslayout_ext_hints(void **state) {
+        Fixture *f = *state;
+        _cleanup_(fslayout_free) FsLayout quiet = {}, l = {};
+        _cleanup_free_ char *error = NULL, *bitmaps = NULL, *descriptors = NULL;
+        _cleanup_close_ int fd = -1;
+        Told t = {};
+        FsLayoutHints hints = {.ahead = tell, .userdata = &t};
+        size_t n_bitmaps = 0, n_descriptors = 0;
+        char *p;
+
+        REQUIRE_TOOLS("mkfs.ext4", "dumpe2fs");
+        make_image(f, 6 * GiB);
+        assert_int_equal(run("mkfs.ext4 -q -F -b 1024 -g 1024 -N 24576 "
+                             "-O meta_bg,^flex_bg,^uninit_bg,^metadata_csum,^resize_inode %s "
+                             ">/dev/null 2>&1",
+                             f->image),
+                         0);
+        fd = open(f->image, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fslayout_discover(fd, 6 * GiB, NULL, &quiet, &error), 0);
+        assert_int_equal(fslayout_discover(fd, 6 * GiB, &hints, &l, &error), 0);
+        assert_int_equal(l.n_ranges, quiet.n_ranges);
+        for (size_t i = 0; i < l.n_ranges; i++) {
+                assert_true(l.ranges[i].offset == quiet.ranges[i].offset);
+                assert_true(l.ranges[i].length == quiet.ranges[i].length);
+                assert_int_equal(l.ranges[i].kind, quiet.ranges[i].kind);
+        }
+        print_message("%zu ranges told in %zu calls, at most %zu in one\n", t.n, t.calls, t.most);
+        assert_true(t.most <= FSLAYOUT_HINTS_MAX);
+        assert_true(t.calls > 2);
+
+        bitmaps = output_of(
+                "dumpe2fs %s 2>/dev/null | sed -n 's/.*Block bitmap at \\([0-9]*\\).*/\\1/p'",
+                f->image);
+        for (p = bitmaps; *p; n_bitmaps++) {
+                uint64_t block = strtoull(p, &p, 10);
+
+                if (!told(&t, block * 1024, 1024))
+                        fail_msg("the block bitmap at block %" PRIu64 " was not told", block);
+                p += strspn(p, "\n");
+        }
+        assert_int_equal(n_bitmaps, 6 * GiB / MiB); /* a group of 1 MiB */
+        /* meta_bg: a descriptor block at the start of every 16 groups (16 descriptors of 64 bytes
+         * a block), its backups in the second and last group */
+        descriptors = output_of(
+                "dumpe2fs %s 2>/dev/null | sed -n 's/.*Group descriptor at \\([0-9]*\\)$/\\1/p'",
+                f->image);
+        for (p = descriptors; *p;) {
+                uint64_t block = strtoull(p, &p, 10);
+
+                if ((block - 1) / 1024 % 16 == 0) {
+                        if (!told(&t, block * 1024, 1024))
+                                fail_msg("the descriptor block %" PRIu64 " was not told", block);
+                        n_descriptors++;
+                }
+                p += strspn(p, "\n");
+        }
+        assert_int_equal(n_descriptors, 6 * GiB / MiB / 16);
+        free(t.v);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 FIXTURE_TEST(test_fslayout_unpartitioned_ext4),
@@ -258,6 +351,7 @@ int main(void) {
                 FIXTURE_TEST(test_fslayout_ext_truncated),
                 FIXTURE_TEST(test_fslayout_needs_recovery),
                 FIXTURE_TEST(test_fslayout_mounted_ext4),
+                FIXTURE_TEST(test_fslayout_ext_hints),
         };
 
         add_sbin_to_path();

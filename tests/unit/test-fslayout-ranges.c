@@ -112,11 +112,53 @@ static void test_fslayout_errors(void **state) {
         assert_null(l.ranges);
 }
 
+/* Kinds by chunk (of 100 bytes, the last one 50): metadata and used win wherever they touch, free
+ * only where one free range, its pieces added one after the other, covers a chunk whole. */
+static void test_fslayout_chunk_kinds(void **state) {
+        _cleanup_(fs_chunk_kinds_freep) FsChunkKinds *k = NULL;
+        static const FsRangeKind want[] = {
+                FS_RANGE_METADATA, /* 0: one byte of metadata in free space */
+                FS_RANGE_FREE,     /* 1: free, in two pieces added one after the other */
+                FS_RANGE_USED,     /* 2: free in two pieces with another range between */
+                FS_RANGE_USED,     /* 3: used, said between chunk 2's two free pieces */
+                FS_RANGE_USED,     /* 4: used at its last byte, free before */
+                FS_RANGE_FREE,     /* 5: free, ... */
+                FS_RANGE_USED,     /* 6: ... up to its last byte but one */
+                FS_RANGE_USED,     /* 7: a range of an invalid kind: used */
+                FS_RANGE_FREE,     /* 8: the short last chunk, free to the end */
+        };
+
+        assert_int_equal(fs_chunk_kinds_new(&k, 850, 100), 0);
+        assert_int_equal(k->n_chunks, ELEMENTSOF(want));
+        fs_chunk_kinds_add(k, 0, 100, FS_RANGE_FREE);
+        fs_chunk_kinds_add(k, 50, 1, FS_RANGE_METADATA);
+        fs_chunk_kinds_add(k, 100, 40, FS_RANGE_FREE);
+        fs_chunk_kinds_add(k, 140, 60, FS_RANGE_FREE); /* extends the one before */
+        fs_chunk_kinds_add(k, 200, 50, FS_RANGE_FREE);
+        fs_chunk_kinds_add(k, 330, 10, FS_RANGE_USED); /* in between: not merged */
+        fs_chunk_kinds_add(k, 250, 50, FS_RANGE_FREE);
+        fs_chunk_kinds_add(k, 400, 99, FS_RANGE_FREE);
+        fs_chunk_kinds_add(k, 499, 1, FS_RANGE_USED);
+        fs_chunk_kinds_add(k, 500, 199, FS_RANGE_FREE);
+        fs_chunk_kinds_add(k, 720, 10, (FsRangeKind)7);
+        fs_chunk_kinds_add(k, 800, 1000, FS_RANGE_FREE); /* past the end: cut off */
+        fs_chunk_kinds_flush(k);
+        for (size_t c = 0; c < ELEMENTSOF(want); c++)
+                if (fs_chunk_kind(k, c) != want[c])
+                        fail_msg("chunk %zu: %s, want %s", c,
+                                 fs_range_kind_to_string(fs_chunk_kind(k, c)),
+                                 fs_range_kind_to_string(want[c]));
+        assert_int_equal(fs_chunk_kinds_bytes_in(k, 0, 850, FS_RANGE_FREE), 100 + 100 + 50);
+        assert_int_equal(fs_chunk_kinds_bytes_in(k, 150, 100, FS_RANGE_FREE), 50);
+        assert_int_equal(fs_chunk_kinds_new(&k, 0, 100), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fslayout_normalize),
                 cmocka_unit_test(test_fslayout_normalize_invalid_kind),
                 cmocka_unit_test(test_fslayout_check),
+                cmocka_unit_test(test_fslayout_chunk_kinds),
                 FIXTURE_TEST(test_fslayout_errors),
         };
 

@@ -760,6 +760,50 @@ static void test_hydrator_hot_pending(void **state) {
         assert_false(read_twice());
 }
 
+/* The daemon's way: the layout comes by chunk, and the plan takes its chunk kinds over, so the
+ * hot paths join that plan (hydrator_add_hot_paths()) instead of a new plan from the layout,
+ * which has none left. The metadata and free space it knew stay known. */
+static void test_hydrator_hot_paths_join_by_chunk(void **state) {
+        Fixture *f = *state;
+        FsRange ranges[5];
+        FsLayout byte_exact = layout_16m(ranges), l = {};
+        ByteRange hot[] = {{14 * MIB, MIB}};
+        HydratorStatus st;
+
+        start(f, 16 * MIB, MIB, 4, 0);
+        assert_int_equal(fs_chunk_kinds_from_layout(&l.chunks, &byte_exact, 16 * MIB,
+                                                    hydrator_chunk_size(f->h)),
+                         0);
+        assert_int_equal(hydrator_set_layout(f->h, &l, NULL, 0, PLAN_STAGE_HOT), 0);
+        assert_null(l.chunks); /* taken over */
+        complete_all(0);       /* the four reads of the first plan (0-4 MiB) */
+        assert_true(was_submitted(4, 10 * MIB, MIB, 0));
+        complete_all(0);
+        advance(10 * USEC_PER_SEC);
+        assert_int_equal(n_submitted, 5);
+        assert_true(status(f).plan.hot_pending);
+
+        assert_int_equal(hydrator_add_hot_paths(f->h, hot, ELEMENTSOF(hot)), 0);
+        assert_int_equal(submitted[5].req.offset, 14 * MIB);
+        hydrator_get_status(f->h, &st);
+        assert_false(st.plan.hot_pending);
+        assert_true(st.plan.fs_aware);
+        assert_int_equal(st.plan.total_bytes[PLAN_STAGE_METADATA], MIB);
+        assert_int_equal(st.plan.total_bytes[PLAN_STAGE_HOT], MIB);
+        assert_int_equal(st.plan.total_bytes[PLAN_STAGE_USED], 2 * MIB);
+        assert_int_equal(st.plan.total_bytes[PLAN_STAGE_FREE], 12 * MIB);
+        assert_int_equal(st.plan.done_bytes[PLAN_STAGE_METADATA], MIB);
+        assert_int_equal(st.plan.current, PLAN_STAGE_HOT);
+        /* then the used blocks, before any free space */
+        assert_int_equal(submitted[6].req.offset, 4 * MIB);
+        assert_int_equal(submitted[7].req.offset, 5 * MIB);
+        for (unsigned i = 0; i < 16 && phase(f) == HYDRATOR_HYDRATING; i++)
+                complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_int_equal(status(f).done_bytes, 16 * MIB);
+        assert_false(read_twice());
+}
+
 /* A chunk waiting for a retry, then given up, stays so through a new plan: it is tried again
  * only as a retry, never planned anew, and the run ends with it unreadable. */
 static void test_hydrator_replan_keeps_failures(void **state) {
@@ -807,6 +851,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_replan_keeps_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_read_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_hot_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_hot_paths_join_by_chunk, setup, teardown),
 };
 
 int main(void) {

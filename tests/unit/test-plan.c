@@ -113,6 +113,43 @@ static void test_plan_hot_ranges(void **state) {
         plan_free(p);
 }
 
+/* Hot paths added to a plan that took a layout's chunk kinds over give the plan that the layout
+ * and the hot paths give together, stage for stage and byte for byte; on a plan that knew
+ * nothing but "used" (no array), and with no hot paths at all, too. */
+static void test_plan_add_hot(void **state) {
+        Fixture *f = *state;
+        ByteRange hot[] = {{CS - 1, 2}, {9 * CS, 100 * CS}, {6 * CS, 1}};
+        FsLayout by_chunk = {};
+        Plan *want = NULL, *got = NULL, *all_used = NULL;
+
+        layout_mixed(f);
+        chunkmap_mark_done(f->map, 1, 2);
+        assert_int_equal(plan_new(&want, f->map, &f->layout, hot, ELEMENTSOF(hot), false), 0);
+        assert_int_equal(fs_chunk_kinds_from_layout(&by_chunk.chunks, &f->layout, f->map->size, CS),
+                         0);
+        assert_int_equal(plan_new(&got, f->map, &by_chunk, NULL, 0, false), 0);
+        assert_null(by_chunk.chunks);
+        assert_int_equal(plan_add_hot(got, f->map, NULL, 0), 0);
+        assert_true(got->total_bytes[PLAN_STAGE_HOT] == 0);
+        assert_int_equal(plan_add_hot(got, f->map, hot, ELEMENTSOF(hot)), 0);
+        for (uint64_t c = 0; c < f->map->n_chunks; c++)
+                assert_int_equal(plan_stage_of(got, c), plan_stage_of(want, c));
+        assert_memory_equal(got->total_bytes, want->total_bytes, sizeof(want->total_bytes));
+        assert_memory_equal(got->done_bytes, want->done_bytes, sizeof(want->done_bytes));
+        assert_true(got->fs_aware);
+
+        assert_int_equal(plan_new(&all_used, f->map, NULL, NULL, 0, false), 0);
+        assert_int_equal(plan_memory(all_used), sizeof(Plan));
+        assert_int_equal(plan_add_hot(all_used, f->map, hot + 2, 1), 0);
+        assert_int_equal(plan_stage_of(all_used, 6), PLAN_STAGE_HOT);
+        assert_int_equal(plan_stage_of(all_used, 5), PLAN_STAGE_USED);
+        assert_true(all_used->total_bytes[PLAN_STAGE_HOT] == CS);
+        assert_true(all_used->fs_aware);
+        plan_free(want);
+        plan_free(got);
+        plan_free(all_used);
+}
+
 /* Reads stage by stage, each in offset order, merging neighbours of the same stage. */
 static void test_plan_order(void **state) {
         Fixture *f = *state;
@@ -302,6 +339,7 @@ int main(void) {
                 T(test_plan_no_layout_is_all_used),
                 T(test_plan_chunk_boundaries),
                 T(test_plan_hot_ranges),
+                T(test_plan_add_hot),
                 T(test_plan_order),
                 T(test_plan_next_skips_done_and_busy),
                 T(test_plan_used_mode_skips_free),

@@ -644,9 +644,50 @@ static void test_state_save_dir_fsync_eio(void **state) {
         state_free(d);
 }
 
+/*
+ * State files written before the codec streamed (the fuzz corpus, made by the encoder of the
+ * time): each still loads, as a whole and as a summary that agrees with it, and encodes again to
+ * the very same bytes. The format did not change with the codec.
+ */
+static void test_state_files_of_before_still_load(void **state) {
+        static const char *const names[] = {"complete.state", "fresh.state", "odd-map.state",
+                                            "partial.state", "serial-key.state"};
+        const char *src = getenv("EBS_HYDRATE_SOURCE_DIR");
+
+        assert_non_null(src);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *path = NULL, *image = NULL;
+                _cleanup_free_ uint8_t *again = NULL;
+                _cleanup_(state_freep) HydrateState *s = NULL;
+                size_t size = 0, again_size = 0;
+                StateSummary summary;
+                FILE *file;
+
+                assert_true(asprintf(&path, "%s/tests/fuzz/corpus/state/%s", src, names[i]) > 0);
+                file = fopen(path, "re");
+                assert_non_null(file);
+                image = malloc(STATE_FILE_MAX);
+                assert_non_null(image);
+                size = fread(image, 1, STATE_FILE_MAX, file);
+                fclose(file);
+                if (state_decode((uint8_t *)image, size, &s) != 0)
+                        fail_msg("%s does not load", names[i]);
+                assert_int_equal(state_summary((uint8_t *)image, size, &summary), 0);
+                assert_string_equal(summary.key, s->key);
+                assert_true(summary.done_bytes == chunkmap_done_bytes(s->map));
+                assert_int_equal(summary.complete, s->complete);
+                assert_int_equal(summary.used_complete, s->used_complete);
+                assert_int_equal(summary.n_bad, s->n_bad);
+                assert_int_equal(state_encode(s, &again, &again_size), 0);
+                assert_int_equal(again_size, size);
+                assert_memory_equal(again, image, size);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
+                cmocka_unit_test(test_state_files_of_before_still_load),
                 cmocka_unit_test_setup_teardown(test_state_complete_roundtrip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_false_complete, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_state_used_complete, setup, teardown),
