@@ -423,10 +423,10 @@ static int start_reader(Hydrator *h) {
                 max = MAX(fits, h->tuner.min);
 
         for (;;) {
-                r = reader_new(&h->reader, h->event, d->fd, max, hydrator_request_bytes(h),
-                               d->logical_block_size, on_read_complete, h);
                 unsigned room;
 
+                r = reader_new(&h->reader, h->event, d->fd, max, hydrator_request_bytes(h),
+                               d->logical_block_size, on_read_complete, h);
                 if (r != -EAGAIN || h->tuner.fixed || max <= h->tuner.min)
                         break;
                 /* As many as the sysctl leaves, when that is fewer than we asked for and no
