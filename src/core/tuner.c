@@ -117,11 +117,10 @@ static void slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t
                  * asks for more than that. */
                 unsigned n = MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES);
                 uint64_t oldest = t->start_done_usec[t->start_completions % n];
-                double served = now > oldest ? (double)n * (double)bytes *
-                                                       (double)USEC_PER_SEC / (double)(now - oldest)
+                double served = now > oldest ? (double)n * (double)bytes * (double)USEC_PER_SEC /
+                                                       (double)(now - oldest)
                                              : INFINITY;
-                double d = served *
-                           (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
+                double d = served * (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
                            (double)USEC_PER_SEC / (double)bytes;
 
                 if (2.0 * d < (double)t->depth) {

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "discovery.h"
 #include "hydrator.h"
 #include "log.h"
+#include "manager-internal.h"
 #include "manager.h"
 #include "parse.h"
 #include "prepare.h"
@@ -28,180 +28,12 @@
 #include "siblings.h"
 #include "sysfs.h"
 
-typedef struct Run {
-        sd_event *event;
-        Hydrator *hydrator;
-        HydrateBus *bus;
-        char devnode[80]; /* /dev/<kernel name>, for the journal */
-        char *state_dir;  /* the state directory's path, for messages */
-        const char *sysfs_root;
-        sd_event_source *bar_timer;
-        sd_event_source *status_timer;
-        sd_event_source *phase_timer;
-        PlanProgress last_plan; /* as of the last STATUS= and record */
-        bool bar;
-        bool bar_drawn;
-        int signal; /* the signal that stopped us, or 0 */
-        /* The file systems are mapped while the hydrator reads what the mapping needs: */
-        Discovery *discovery;
-        const BlockDevice *dev;
-        const HydrateSettings *settings;
-        const char *key;
-        bool started; /* the hydrator reads */
-        bool planned; /* the layout joined the plan */
-        bool already; /* the plan found nothing left to read: said as "already hydrated" */
-        int code;     /* the exit status decided outside the hydrator, or -1 */
-        /* The volume record for ebs-hydratectl wait (record.h): */
-        int runtime_fd;      /* -1: none is written */
-        char *runtime_dir;   /* its path, to open it again if it is replaced */
-        VolumeRecord record; /* its identity fields; the rest comes from the hydrator */
-        char record_text[RECORD_FILE_MAX]; /* what was last written, "" before */
-        bool record_failed;                /* said once */
-} Run;
-
 /* The signals whose default action terminates without a core dump (signal(7)), real-time ones
  * aside; all of them stop a run the way SIGTERM does. */
 static const int stop_signals[] = {
         SIGHUP,    SIGINT,  SIGTERM, SIGUSR1, SIGUSR2,   SIGALRM,
         SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT,
 };
-
-static unsigned terminal_width(void) {
-        struct winsize ws;
-
-        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-                return ws.ws_col; /* however narrow: progress_format_bar() fits itself to it */
-        return 80;
-}
-
-static void draw_bar(Run *run) {
-        HydratorStatus st;
-        char line[256];
-
-        if (!run->bar)
-                return;
-        hydrator_get_status(run->hydrator, &st);
-        if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
-                st.rate = (uint64_t)((double)st.run_bytes * (double)USEC_PER_SEC /
-                                     (double)st.run_usec);
-        progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
-                            st.rate);
-        (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
-        output_bar_drawn(true);
-        run->bar_drawn = true;
-}
-
-static void clear_bar(Run *run) {
-        if (run->bar_drawn)
-                (void)output_write(STDERR_FILENO, "\r\033[K", 4);
-        output_bar_drawn(false);
-        run->bar_drawn = false;
-}
-
-static int on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        draw_bar(userdata);
-        (void)sd_event_source_set_time(s, usec + 500 * USEC_PER_MSEC);
-        return 0;
-}
-
-#define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
-#define PHASE_WATCH_USEC (250 * USEC_PER_MSEC)
-
-/* STATUS= for systemctl status; a no-op outside systemd (no $NOTIFY_SOCKET). */
-/* Copies @s if it is a record word (printable ASCII, no space, fits), else leaves "". */
-static void set_record_word(char *dst, size_t size, const char *s) {
-        size_t len = strlen(strempty(s));
-
-        dst[0] = '\0';
-        for (size_t i = 0; i < len; i++)
-                if (s[i] <= ' ' || s[i] > '~')
-                        return;
-        if (len < size)
-                memcpy(dst, s, len + 1);
-}
-
-/*
- * Writes the volume record when what it says has changed: the hydrator's status, with the state
- * @forced instead unless it is _RECORD_STATE_INVALID. A failure is said once: waiters then wait
- * for the next run, and the hydration goes on.
- */
-static void publish_record(Run *run, RecordState forced) {
-        VolumeRecord r = run->record;
-        char text[RECORD_FILE_MAX];
-        HydratorStatus st;
-        int e;
-
-        if (run->runtime_fd < 0)
-                return;
-        if (run->hydrator) {
-                hydrator_get_status(run->hydrator, &st);
-                report_record(&st, &r);
-        }
-        if (forced != _RECORD_STATE_INVALID)
-                r.state = forced;
-        if (forced == RECORD_COMPLETED) { /* by the state alone: "already hydrated" */
-                r.phase = RECORD_PHASE_DONE;
-                r.free_space_cold = r.hydrated_bytes < r.size_bytes; /* Mode=used */
-        }
-        if (record_format(&r, text, sizeof(text)) < 0 || streq_ptr(text, run->record_text))
-                return;
-        e = record_save(run->runtime_fd, &r);
-        if (e == -ENOENT) { /* the directory was removed (or replaced) under us: open it again */
-                (void)close(run->runtime_fd);
-                run->runtime_fd = prepare_runtime_dir(NULL);
-                e = run->runtime_fd < 0 ? run->runtime_fd : record_save(run->runtime_fd, &r);
-        }
-        if (e < 0) {
-                if (!run->record_failed)
-                        log_warning_errno(e,
-                                          "%s: cannot write its volume record (%m): "
-                                          "ebs-hydratectl wait does not see this run",
-                                          r.volume_id);
-                run->record_failed = true;
-                return;
-        }
-        memcpy(run->record_text, text, sizeof(text));
-}
-
-static void notify_status(Run *run) {
-        HydratorStatus st;
-        char line[512];
-
-        hydrator_get_status(run->hydrator, &st);
-        if (st.plan.mapping && st.phase != HYDRATOR_FAILED && st.phase != HYDRATOR_DETACHED &&
-            st.phase != HYDRATOR_UNREADABLE)
-                report_status_mapping(line, sizeof(line), &st,
-                                      MAX(discovery_stalled_usec(run->discovery),
-                                          st.in_flight > 0 || st.phase == HYDRATOR_HYDRATING
-                                                  ? st.stalled_usec
-                                                  : 0));
-        else
-                report_status(line, sizeof(line), &st);
-        (void)sd_notifyf(false, "STATUS=%s", line);
-        publish_record(run, _RECORD_STATE_INVALID);
-        run->last_plan = st.plan;
-}
-
-static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        notify_status(userdata);
-        (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
-        return 0;
-}
-
-/* A phase reached is told at once, not at the next status period: ebs-hydratectl wait follows
- * the record. */
-static int on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Run *run = userdata;
-        HydratorStatus st;
-
-        hydrator_get_status(run->hydrator, &st);
-        if (st.plan.current != run->last_plan.current ||
-            st.plan.mapping != run->last_plan.mapping ||
-            st.plan.hot_pending != run->last_plan.hot_pending)
-                notify_status(run);
-        (void)sd_event_source_set_time(s, usec + PHASE_WATCH_USEC);
-        return 0;
-}
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Run *run = userdata;
@@ -223,7 +55,7 @@ static void on_finished(Hydrator *h, void *userdata) {
         Run *run = userdata;
 
         if (!run->already) /* already_hydrated() says it */
-                notify_status(run);
+                run_notify_status(run);
         if (run->bus)
                 hydrate_bus_refresh(run->bus);
         (void)sd_event_exit(run->event, 0);
@@ -325,7 +157,7 @@ static int already_hydrated(Run *run) {
 
         if (hydrator_record_complete(run->hydrator) < 0)
                 return REPORT_EXIT_FAILED;
-        publish_record(run, RECORD_COMPLETED);
+        run_publish_record(run, RECORD_COMPLETED);
         hydrator_get_status(run->hydrator, &st);
         n = st.size - st.done_bytes;
         if (n == 0) {
@@ -444,7 +276,7 @@ static bool replan(Run *run, DiscoveryResult *res, bool with_hot) {
         log_plan(run, run->key, run->settings);
         if (!hot || with_hot)
                 check_already(run);
-        notify_status(run); /* at once: the phase changed */
+        run_notify_status(run); /* at once: the phase changed */
         if (run->bus)
                 hydrate_bus_refresh(run->bus);
         return true;
@@ -489,7 +321,7 @@ static void on_discovered(Discovery *d, void *userdata) {
 }
 
 static void on_discovery_stalled(void *userdata) {
-        notify_status(userdata); /* at once, not at the next status period */
+        run_notify_status(userdata); /* at once, not at the next status period */
 }
 
 static int start_discovery(Run *run) {
@@ -533,7 +365,7 @@ static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
                    (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
         if (run->bar) {
                 r = sd_event_add_time_relative(run->event, &run->bar_timer, CLOCK_MONOTONIC, 0, 0,
-                                               on_bar_timer, run);
+                                               run_on_bar_timer, run);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(run->bar_timer, SD_EVENT_ON);
                 if (r < 0)
@@ -545,12 +377,12 @@ static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
                 return log_error_errno(r, "Failed to set up the watchdog (WATCHDOG_USEC=%s): %m",
                                        getenv("WATCHDOG_USEC") ?: "");
         r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
-                                       STATUS_INTERVAL_USEC, 0, on_status_timer, run);
+                                       STATUS_INTERVAL_USEC, 0, run_on_status_timer, run);
         if (r >= 0)
                 r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
         if (r >= 0)
                 r = sd_event_add_time_relative(run->event, &run->phase_timer, CLOCK_MONOTONIC,
-                                               PHASE_WATCH_USEC, 0, on_phase_timer, run);
+                                               PHASE_WATCH_USEC, 0, run_on_phase_timer, run);
         if (r >= 0)
                 r = sd_event_source_set_enabled(run->phase_timer, SD_EVENT_ON);
         if (r < 0)
@@ -608,7 +440,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         if (r < 0)
                 return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
         /* Before READY=1: once "systemctl start" returns, waiters see this run, not the last. */
-        publish_record(run, _RECORD_STATE_INVALID);
+        run_publish_record(run, _RECORD_STATE_INVALID);
         /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a
          * cold volume takes its time over it (or a broken one forever): it runs in a thread of
          * its own, and the event loop, for the reads, STATUS=, the watchdog, the bus and
@@ -618,24 +450,24 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 return REPORT_EXIT_FAILED;
         if (start_reading(run) < 0)
                 return REPORT_EXIT_FAILED;
-        notify_status(run);
+        run_notify_status(run);
         r = sd_event_loop(run->event);
         stalled = discovery_stalled_usec(run->discovery);
         run->discovery = discovery_free(run->discovery); /* one stuck in the device is let go */
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
-                publish_record(run, RECORD_FAILED);
+                run_publish_record(run, RECORD_FAILED);
                 return REPORT_EXIT_FAILED;
         }
         if (run->code >= 0) {
                 if (run->code != REPORT_EXIT_COMPLETE)
-                        publish_record(run, RECORD_FAILED);
+                        run_publish_record(run, RECORD_FAILED);
                 return run->code;
         }
         if (run->already)
                 return already_hydrated(run);
         if (!run->started) { /* stopped before the hydrator could start */
-                publish_record(run, RECORD_STOPPED);
+                run_publish_record(run, RECORD_STOPPED);
                 (void)sd_notifyf(false,
                                  "STATUS=%s: stopped while mapping the file systems, "
                                  "nothing read%s",
@@ -650,9 +482,9 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                                     key);
                 return REPORT_EXIT_FAILED;
         }
-        draw_bar(run);
-        clear_bar(run);
-        publish_record(run, _RECORD_STATE_INVALID);
+        run_draw_bar(run);
+        run_clear_bar(run);
+        run_publish_record(run, _RECORD_STATE_INVALID);
         hydrator_get_status(run->hydrator, &st);
         /* The journal first: the terminal may be gone (a closed pipe, a full one), the record
          * of how the run ended must not go with it. */
@@ -723,11 +555,11 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
                 if (state_load_summary(fd, key, &s) >= 0 && streq_ptr(s.key, key) &&
                     (s.complete || s.used_complete)) {
                         run->record.hydrated_bytes = MIN(s.done_bytes, run->record.size_bytes);
-                        publish_record(run, RECORD_COMPLETED);
+                        run_publish_record(run, RECORD_COMPLETED);
                         return;
                 }
         }
-        publish_record(run, otherwise);
+        run_publish_record(run, otherwise);
 }
 
 /*
@@ -789,9 +621,9 @@ int manager_run(const Args *a, int *ret_signal) {
         /* From here on a waiter hears how the run ended, whatever stops it (end_record()). */
         run.runtime_fd = prepare_runtime_dir(&run.runtime_dir);
         run.record = (VolumeRecord){.size_bytes = dev.size, .pid = getpid()};
-        set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
-        set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name), id.kernel_name);
-        set_record_word(run.record.device_name, sizeof(run.record.device_name), id.device_name);
+        run_set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
+        run_set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name), id.kernel_name);
+        run_set_record_word(run.record.device_name, sizeof(run.record.device_name), id.device_name);
         /* Which attachment of the disk this is: a record of another volume once attached under
          * the same kernel name must not answer for this one (0 on kernels without it). */
         (void)sysfs_disk_seq(dev.kernel_name, &run.record.diskseq);

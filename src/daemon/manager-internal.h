@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of one run share (manager.c sets it up and ends it, manager-status.c reports
+ * on it). Not for use outside src/daemon.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#include "bus.h"
+#include "discovery.h"
+#include "hydrator.h"
+#include "record.h"
+
+typedef struct Run {
+        sd_event *event;
+        Hydrator *hydrator;
+        HydrateBus *bus;
+        char devnode[80]; /* /dev/<kernel name>, for the journal */
+        char *state_dir;  /* the state directory's path, for messages */
+        const char *sysfs_root;
+        sd_event_source *bar_timer;
+        sd_event_source *status_timer;
+        sd_event_source *phase_timer;
+        PlanProgress last_plan; /* as of the last STATUS= and record */
+        bool bar;
+        bool bar_drawn;
+        int signal; /* the signal that stopped us, or 0 */
+        /* The file systems are mapped while the hydrator reads what the mapping needs: */
+        Discovery *discovery;
+        const BlockDevice *dev;
+        const HydrateSettings *settings;
+        const char *key;
+        bool started; /* the hydrator reads */
+        bool planned; /* the layout joined the plan */
+        bool already; /* the plan found nothing left to read: said as "already hydrated" */
+        int code;     /* the exit status decided outside the hydrator, or -1 */
+        /* The volume record for ebs-hydratectl wait (record.h): */
+        int runtime_fd;      /* -1: none is written */
+        char *runtime_dir;   /* its path, to open it again if it is replaced */
+        VolumeRecord record; /* its identity fields; the rest comes from the hydrator */
+        char record_text[RECORD_FILE_MAX]; /* what was last written, "" before */
+        bool record_failed;                /* said once */
+} Run;
+
+#define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC) /* STATUS= and the record, at least */
+#define PHASE_WATCH_USEC (250 * USEC_PER_MSEC)  /* a phase reached is told within this */
+
+/* The progress bar on stderr (--progress): a frame now, the line wiped, a frame every 0.5 s. */
+void run_draw_bar(Run *run);
+void run_clear_bar(Run *run);
+int run_on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Copies @s into @dst if it is a record word (printable ASCII, no space, fits), else "". */
+void run_set_record_word(char *dst, size_t size, const char *s);
+
+/* The volume record for ebs-hydratectl wait, written when what it says changed; @forced:
+ * the state to say instead of the hydrator's, or _RECORD_STATE_INVALID. */
+void run_publish_record(Run *run, RecordState forced);
+
+/* STATUS= for systemctl status (a no-op outside systemd), and the record with it. */
+void run_notify_status(Run *run);
+int run_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata);
+int run_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata);

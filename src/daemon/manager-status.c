@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How one run reports while it goes: the progress bar, STATUS= and the volume record
+ * (manager-internal.h). The words are report.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manager-internal.h"
+#include "prepare.h"
+#include "progress.h"
+#include "report.h"
+
+static unsigned terminal_width(void) {
+        struct winsize ws;
+
+        if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                return ws.ws_col; /* however narrow: progress_format_bar() fits itself to it */
+        return 80;
+}
+
+void run_draw_bar(Run *run) {
+        HydratorStatus st;
+        char line[256];
+
+        if (!run->bar)
+                return;
+        hydrator_get_status(run->hydrator, &st);
+        if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
+                st.rate = (uint64_t)((double)st.run_bytes * (double)USEC_PER_SEC /
+                                     (double)st.run_usec);
+        progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
+                            st.rate);
+        (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
+        output_bar_drawn(true);
+        run->bar_drawn = true;
+}
+
+void run_clear_bar(Run *run) {
+        if (run->bar_drawn)
+                (void)output_write(STDERR_FILENO, "\r\033[K", 4);
+        output_bar_drawn(false);
+        run->bar_drawn = false;
+}
+
+int run_on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        run_draw_bar(userdata);
+        (void)sd_event_source_set_time(s, usec + 500 * USEC_PER_MSEC);
+        return 0;
+}
+
+/* Copies @s if it is a record word (printable ASCII, no space, fits), else leaves "". */
+void run_set_record_word(char *dst, size_t size, const char *s) {
+        size_t len = strlen(strempty(s));
+
+        dst[0] = '\0';
+        for (size_t i = 0; i < len; i++)
+                if (s[i] <= ' ' || s[i] > '~')
+                        return;
+        if (len < size)
+                memcpy(dst, s, len + 1);
+}
+
+/*
+ * Writes the volume record when what it says has changed: the hydrator's status, with the state
+ * @forced instead unless it is _RECORD_STATE_INVALID. A failure is said once: waiters then wait
+ * for the next run, and the hydration goes on.
+ */
+void run_publish_record(Run *run, RecordState forced) {
+        VolumeRecord r = run->record;
+        char text[RECORD_FILE_MAX];
+        HydratorStatus st;
+        int e;
+
+        if (run->runtime_fd < 0)
+                return;
+        if (run->hydrator) {
+                hydrator_get_status(run->hydrator, &st);
+                report_record(&st, &r);
+        }
+        if (forced != _RECORD_STATE_INVALID)
+                r.state = forced;
+        if (forced == RECORD_COMPLETED) { /* by the state alone: "already hydrated" */
+                r.phase = RECORD_PHASE_DONE;
+                r.free_space_cold = r.hydrated_bytes < r.size_bytes; /* Mode=used */
+        }
+        if (record_format(&r, text, sizeof(text)) < 0 || streq_ptr(text, run->record_text))
+                return;
+        e = record_save(run->runtime_fd, &r);
+        if (e == -ENOENT) { /* the directory was removed (or replaced) under us: open it again */
+                (void)close(run->runtime_fd);
+                run->runtime_fd = prepare_runtime_dir(NULL);
+                e = run->runtime_fd < 0 ? run->runtime_fd : record_save(run->runtime_fd, &r);
+        }
+        if (e < 0) {
+                if (!run->record_failed)
+                        log_warning_errno(e,
+                                          "%s: cannot write its volume record (%m): "
+                                          "ebs-hydratectl wait does not see this run",
+                                          r.volume_id);
+                run->record_failed = true;
+                return;
+        }
+        memcpy(run->record_text, text, sizeof(text));
+}
+
+void run_notify_status(Run *run) {
+        HydratorStatus st;
+        char line[512];
+
+        hydrator_get_status(run->hydrator, &st);
+        if (st.plan.mapping && st.phase != HYDRATOR_FAILED && st.phase != HYDRATOR_DETACHED &&
+            st.phase != HYDRATOR_UNREADABLE)
+                report_status_mapping(line, sizeof(line), &st,
+                                      MAX(discovery_stalled_usec(run->discovery),
+                                          st.in_flight > 0 || st.phase == HYDRATOR_HYDRATING
+                                                  ? st.stalled_usec
+                                                  : 0));
+        else
+                report_status(line, sizeof(line), &st);
+        (void)sd_notifyf(false, "STATUS=%s", line);
+        run_publish_record(run, _RECORD_STATE_INVALID);
+        run->last_plan = st.plan;
+}
+
+int run_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        run_notify_status(userdata);
+        (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
+        return 0;
+}
+
+/* A phase reached is told at once, not at the next status period: ebs-hydratectl wait follows
+ * the record. */
+int run_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Run *run = userdata;
+        HydratorStatus st;
+
+        hydrator_get_status(run->hydrator, &st);
+        if (st.plan.current != run->last_plan.current ||
+            st.plan.mapping != run->last_plan.mapping ||
+            st.plan.hot_pending != run->last_plan.hot_pending)
+                run_notify_status(run);
+        (void)sd_event_source_set_time(s, usec + PHASE_WATCH_USEC);
+        return 0;
+}
