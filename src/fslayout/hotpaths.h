@@ -38,6 +38,14 @@ int hotpaths_resolve(const char *paths, dev_t disk, const char *sysfs_root, Byte
 int hotpaths_partition_offset(const char *sysfs_root, dev_t part, dev_t disk, uint64_t *ret);
 
 /*
+ * hotpaths_add_range() - append [@offset, @offset + @length) to *@ranges (*@n of them in room for
+ * *@allocated, growing), joined to the last one if it ends where this begins. Return: 0, -ENOMEM,
+ * or -E2BIG when HOTPATHS_RANGES_MAX is reached.
+ */
+int hotpaths_add_range(ByteRange **ranges, size_t *n, size_t *allocated, uint64_t offset,
+                       uint64_t length);
+
+/*
  * hotpaths_file_extents() - append the physical extents of the file open as @fd, moved by
  * @offset, to *@ranges (*@n of them in room for *@allocated, growing: ARRAY_GROW()). Extents
  * without a known place on the disk (delayed allocation, inline data, unknown) are left out.
