@@ -103,7 +103,7 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                                 .last = *st,
                                 .last_ours = ours->bytes,
                                 .last_usec = now_usec};
-                a->window_theirs = a->theirs = -(int64_t)counted_early(st, ours);
+                a->window_theirs = -(int64_t)counted_early(st, ours);
                 return;
         }
         step = (ActivityStep){
@@ -120,11 +120,7 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
         }
         a->excess +=
                 (int64_t)(delta(st->read_sectors, a->last.read_sectors) * 512) - (int64_t)step.ours;
-        /* What they read in all never goes back: an estimate under the last one is the parts
-         * of ours told wrong (requests the disk had not started yet), and counting its
-         * correction later would make a workload of it. */
-        step.theirs = MAX(a->excess - (int64_t)counted_early(st, ours), a->theirs);
-        a->theirs = step.theirs;
+        step.theirs = a->excess - (int64_t)counted_early(st, ours);
         remember(a, &step);
         figures(a, ret);
         a->last = *st;

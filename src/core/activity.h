@@ -66,7 +66,6 @@ typedef struct Activity {
         uint64_t last_ours; /* the reads we know of, completed, in all, at the last sample */
         uint64_t last_usec;
         int64_t excess;                            /* bytes the disk read beyond ours so far */
-        int64_t theirs; /* what they read in all, as far as told (it never goes back) */
         int64_t window_theirs;                     /* theirs, where the last second began */
         ActivityStep steps[ACTIVITY_RATE_SAMPLES]; /* the last second, oldest first */
         unsigned n_steps;

@@ -158,21 +158,6 @@ static void test_activity_sibling_in_flight(void **state) {
         assert_true(f.reads > 40.0 * MiB - 2 * ACTIVITY_READ_SLACK && f.reads <= 40.0 * MiB);
 }
 
-static void test_activity_requests_started_late(void **state) {
-        /* Reads of ours sent, but their requests not started by the disk yet (waiting below
-         * the queue): for a moment it looks as if the disk had counted them already. When it
-         * starts them, nothing was read by anyone: no workload appears. */
-        Disk d = with_reads_in_flight(48);
-        ActivityFigures f;
-
-        step(&d, 0, 0, 0, &f);
-        for (int i = 0; i < 50; i++) {
-                d.st.in_flight = i % 10 < 5 ? 36 : 96; /* 60 requests not started, then all */
-                step(&d, 12 * MiB, 0, 0, &f);
-                assert_true(f.reads == 0);
-        }
-}
-
 static void test_activity_sees_any_write(void **state) {
         Disk d = {0};
         ActivityFigures f;
@@ -302,7 +287,6 @@ int main(void) {
                 cmocka_unit_test(test_activity_sees_their_reads),
                 cmocka_unit_test(test_activity_split_reads_are_noise),
                 cmocka_unit_test(test_activity_sibling_in_flight),
-                cmocka_unit_test(test_activity_requests_started_late),
                 cmocka_unit_test(test_activity_sees_any_write),
                 cmocka_unit_test(test_activity_allowance),
                 cmocka_unit_test(test_activity_counters_going_back),
