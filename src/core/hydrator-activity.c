@@ -116,6 +116,10 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
                           h->state->key, f.ours / (1 << 20), f.reads / (1 << 20),
                           f.writes / (1 << 20), f.write_ops, nb.cost / (1 << 20),
                           nb.busiest[0] ? nb.busiest : "none", nb.siblings / (1 << 20));
+        /* The mapping reads the device beside us, and not all of it is counted as ours:
+         * until it is done, only writes on our disk are someone else's. */
+        if (now < h->mapping_until_usec)
+                f.reads = 0;
         if (nb.busiest[0]) /* who cost most lately, for the log */
                 memcpy(h->busiest, nb.busiest, sizeof(h->busiest));
         was = h->tuner.yielding;

@@ -87,7 +87,8 @@ struct Hydrator {
         uint64_t saves_sampled;                 /* ... at the last activity sample */
         uint64_t save_bytes;                    /* the state file's size after the last save */
         uint64_t threads_read; /* what our other threads (the discovery) read, at the last sample */
-        uint64_t bytes_completed; /* by our reads, in all: what the disk's counters show of us */
+        uint64_t mapping_until_usec; /* reads on the disk are the mapping's until then */
+        uint64_t bytes_completed;    /* by our reads, in all: what the disk's counters show of us */
         uint64_t checkpoint_done_bytes;
         uint64_t checkpoint_usec;
         uint64_t accounted_usec; /* active time already added to state->active_usec */

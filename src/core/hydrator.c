@@ -89,6 +89,10 @@ Hydrator *hydrator_free(Hydrator *h) {
 
 /* The plan changed: every stage is planned again from the first, and reads go on. */
 static void replanned(Hydrator *h) {
+        if (!plan_known(h->plan))
+                h->mapping_until_usec = UINT64_MAX;
+        else if (h->mapping_until_usec == UINT64_MAX)
+                h->mapping_until_usec = hydrator_now_usec() + HYDRATOR_MAPPING_SETTLE_USEC;
         h->stage = 0;
         h->cursor = 0;
         if (h->phase == HYDRATOR_HYDRATING && !plan_complete(h->plan))

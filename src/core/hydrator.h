@@ -40,7 +40,11 @@
 #define HYDRATOR_STALL_USEC (10 * USEC_PER_SEC)
 /* A state file system that fails every save: said at the first failure, then this often. */
 #define HYDRATOR_SAVE_ERROR_INTERVAL_USEC (60 * USEC_PER_SEC)
-#define HYDRATOR_AIO_RETRY_USEC (5 * USEC_PER_SEC)     /* io_setup: EAGAIN (fs.aio-max-nr) */
+#define HYDRATOR_AIO_RETRY_USEC (5 * USEC_PER_SEC) /* io_setup: EAGAIN (fs.aio-max-nr) */
+/* While the file systems are mapped, and this long after: reads on the device are the mapping's
+ * (the kernel's own reads for GETFSMAP and for the inodes HotPaths= looks up are nobody's in the
+ * counters we have, and the discovery's buffered reads land after it counted them). */
+#define HYDRATOR_MAPPING_SETTLE_USEC (2 * USEC_PER_SEC)
 #define HYDRATOR_RETRY_BASE_USEC (100 * USEC_PER_MSEC) /* 0.1 s, 0.4 s, 1.6 s */
 
 typedef enum HydratorPhase {

@@ -633,6 +633,57 @@ static void test_hydrator_yield_paces(void **state) {
         assert_true(asked >= 100 * MIB); /* and it does read */
 }
 
+/*
+ * While the file systems are mapped (the plan has a stage pending), reads on the device that
+ * are not ours are the mapping's: no yield to them. Once the plan is final, and the mapping's
+ * last reads had time to land, the same reads are a workload.
+ */
+static void test_hydrator_mapping_reads_are_ours(void **state) {
+        Fixture *f = *state;
+        uint64_t disk = 0, theirs = 0;
+        char path[512];
+        bool mapped = false, yielded = false;
+
+        f->dev.size = 2048 * MIB;
+        f->dev.logical_block_size = 4096;
+        f->settings.block_size = MIB;
+        f->settings.queue_depth = 16;
+        assert_int_equal(hydrator_new(&f->h, f->event, &f->dev, "vol-0123456789abcdef0", f->dir_fd,
+                                      &f->settings),
+                         0);
+        write_disk_stat(f, 0, 0);
+        snprintf(path, sizeof(path), "%s/stat", f->dir);
+        assert_int_equal(hydrator_watch_activity(f->h, path), 0);
+        assert_int_equal(hydrator_set_layout(f->h, NULL, NULL, 0, PLAN_STAGE_METADATA), 0);
+        assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
+        write_disk_stat(f, 0, reader->n_in_flight);
+        for (uint64_t t = T0 + 10 * USEC_PER_MSEC; t <= T0 + 9 * USEC_PER_SEC;
+             t += 10 * USEC_PER_MSEC) {
+                advance_to(t);
+                if (reader->n_in_flight > 0 &&
+                    submitted[n_submitted - reader->n_in_flight - reader->n_queued].usec +
+                                    90 * USEC_PER_MSEC <=
+                            t) {
+                        disk += reader->in_flight[0].length;
+                        complete_first(0);
+                }
+                if ((t - T0) % (100 * USEC_PER_MSEC) == 0)
+                        theirs += 25 * MIB / 10; /* the mapping's: 25 MiB/s nobody counts */
+                write_disk_stat(f, disk + theirs, reader->n_in_flight);
+                if (t == T0 + 4 * USEC_PER_SEC) {
+                        assert_false(status(f).yielding);
+                        assert_int_equal(hydrator_set_layout(f->h, NULL, NULL, 0, _PLAN_STAGE_MAX),
+                                         0);
+                        mapped = true;
+                }
+                if (mapped && t < T0 + 4 * USEC_PER_SEC + HYDRATOR_MAPPING_SETTLE_USEC)
+                        assert_false(status(f).yielding);
+                yielded = yielded || status(f).yielding;
+        }
+        assert_true(mapped);
+        assert_true(yielded); /* the same reads, after the mapping: a workload */
+}
+
 /* Was any chunk planned (a first attempt, not a retry) more than once? */
 static bool read_twice(void) {
         for (unsigned i = 0; i < n_submitted; i++)
@@ -847,6 +898,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_paces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_are_ours, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_replan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_replan_keeps_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_read_ahead, setup, teardown),
