@@ -64,9 +64,13 @@ static void remember(Activity *a, const ActivityStep *step) {
         a->steps[a->n_steps++] = *step;
 }
 
-/* The last second, from the steps: what they read, less what counting cannot tell apart. */
+/*
+ * The last second, from the steps: what they read, less what counting cannot tell apart. Theirs
+ * per second of at least a whole second: in the first samples a journal's one commit, seen
+ * over 100 ms, would be ten commits a second.
+ */
 static void figures(const Activity *a, ActivityFigures *ret) {
-        uint64_t ours = 0, written = 0, ops = 0, usec = 0;
+        uint64_t ours = 0, written = 0, ops = 0, usec = 0, theirs_usec;
         int64_t grew =
                 a->steps[a->n_steps - 1].theirs - a->window_theirs - (int64_t)ACTIVITY_READ_SLACK;
 
@@ -78,11 +82,12 @@ static void figures(const Activity *a, ActivityFigures *ret) {
         }
         if (usec == 0)
                 return;
+        theirs_usec = MAX(usec, USEC_PER_SEC);
         *ret = (ActivityFigures){
                 .ours = (double)ours * (double)USEC_PER_SEC / (double)usec,
-                .reads = (double)MAX(grew, INT64_C(0)) * (double)USEC_PER_SEC / (double)usec,
-                .writes = (double)written * (double)USEC_PER_SEC / (double)usec,
-                .write_ops = (double)ops * (double)USEC_PER_SEC / (double)usec,
+                .reads = (double)MAX(grew, INT64_C(0)) * (double)USEC_PER_SEC / (double)theirs_usec,
+                .writes = (double)written * (double)USEC_PER_SEC / (double)theirs_usec,
+                .write_ops = (double)ops * (double)USEC_PER_SEC / (double)theirs_usec,
         };
 }
 
