@@ -172,7 +172,7 @@ static double pace_for(DepthTuner *t) {
  * that followed a latency of its own making would only make it longer.
  */
 static unsigned depth_for_pace(const DepthTuner *t, double pace) {
-        uint64_t base = tuner_base_latency(t);
+        uint64_t base = yield_base(t);
         double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
                d;
 
