@@ -638,8 +638,7 @@ static void test_hydrator_yield_paces(void **state) {
  * are not ours are the mapping's: no yield to them. Once the plan is final, and the mapping's
  * last reads had time to land, the same reads are a workload.
  */
-static void test_hydrator_mapping_reads_are_ours(void **state) {
-        Fixture *f = *state;
+static void mapping_reads(Fixture *f, bool after) {
         uint64_t disk = 0, theirs = 0;
         char path[512];
         bool mapped = false, yielded = false;
@@ -667,8 +666,12 @@ static void test_hydrator_mapping_reads_are_ours(void **state) {
                         disk += reader->in_flight[0].length;
                         complete_first(0);
                 }
-                if ((t - T0) % (100 * USEC_PER_MSEC) == 0)
-                        theirs += 25 * MIB / 10; /* the mapping's: 25 MiB/s nobody counts */
+                /* the mapping's: 25 MiB/s nobody counts, its last ones in the settling time;
+                 * with @after, the same goes on after it */
+                if ((t - T0) % (100 * USEC_PER_MSEC) == 0 &&
+                    (after || t < T0 + 4 * USEC_PER_SEC + HYDRATOR_MAPPING_SETTLE_USEC -
+                                              100 * USEC_PER_MSEC))
+                        theirs += 25 * MIB / 10;
                 write_disk_stat(f, disk + theirs, reader->n_in_flight);
                 if (t == T0 + 4 * USEC_PER_SEC) {
                         assert_false(status(f).yielding);
@@ -681,7 +684,16 @@ static void test_hydrator_mapping_reads_are_ours(void **state) {
                 yielded = yielded || status(f).yielding;
         }
         assert_true(mapped);
-        assert_true(yielded); /* the same reads, after the mapping: a workload */
+        /* the same reads after the mapping are a workload; those before it never were */
+        assert_true(yielded == after);
+}
+
+static void test_hydrator_mapping_reads_are_ours(void **state) {
+        mapping_reads(*state, true);
+}
+
+static void test_hydrator_mapping_reads_stay_the_mappings(void **state) {
+        mapping_reads(*state, false);
 }
 
 /* Was any chunk planned (a first attempt, not a retry) more than once? */
@@ -899,6 +911,8 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_paces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_are_ours, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_stay_the_mappings, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_replan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_replan_keeps_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_read_ahead, setup, teardown),
