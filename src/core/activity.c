@@ -140,6 +140,13 @@ void activity_rebase(Activity *a, const DiskStat *st, uint64_t ours) {
         a->last_ours = ours;
 }
 
+void activity_restart_window(Activity *a) {
+        if (!a->primed || a->n_steps == 0)
+                return;
+        a->window_theirs = a->steps[a->n_steps - 1].theirs;
+        a->n_steps = 0;
+}
+
 double activity_cost(const ActivityFigures *f) {
         return f->reads + f->writes + f->write_ops * (double)ACTIVITY_OP_BYTES;
 }

@@ -108,11 +108,11 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         save_allowance(&own, h->disk, &allowance);
         neighbours_save_allowance(h->neighbours, h->disk, &allowance);
         o = ours(h);
+        activity_sample(&h->activity, &st, &o, &allowance, now, &f);
         /* While the file systems are mapped, what the disk read is the mapping's (or the probe
          * that started us): it does not reach the window the yield judges from afterwards. */
         if (now < h->mapping_until_usec)
-                activity_rebase(&h->activity, &st, o.bytes);
-        activity_sample(&h->activity, &st, &o, &allowance, now, &f);
+                activity_restart_window(&h->activity);
         if (++h->activity_samples % (USEC_PER_SEC / ACTIVITY_SAMPLE_USEC) == 0)
                 log_debug("%s: the last second: ours %.1f MiB/s; others on the disk %.2f MiB/s "
                           "read, %.2f written in %.0f operations; beside it %.2f MiB/s of cost "
