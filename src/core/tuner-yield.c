@@ -336,7 +336,7 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
 
         follow_capacities(t, now, dt);
         pace = pace_for(t);
-        if (t->cut < TUNER_YIELD_MIN_CUT)
+        if (t->cut < TUNER_YIELD_MIN_CUT || t->own_cost + t->other_cost < TUNER_YIELD_MIN_COST)
                 return stop_yielding(t, now);
         if (t->pace == 0 && !t->cap_known) { /* growing until reads queue, one a sample */
                 t->probe_step_usec = now;
@@ -380,7 +380,7 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
 
         if (t->yielding)
                 return decide_yield(t, now_usec, dt);
-        if (t->own_cost + t->other_cost <= 0)
+        if (t->own_cost + t->other_cost < TUNER_YIELD_MIN_COST)
                 return false;
         /* Not deeper while others are there: the epochs judge from here. */
         if (t->mode == TUNER_SLOW_START)

@@ -135,6 +135,9 @@
 #define TUNER_CAPACITY_SECONDS 3 /* ... of what was delivered over 3 s in a row (not a burst) */
 #define TUNER_YIELD_MARGIN 0.5   /* leave the others what they take and half as much again */
 #define TUNER_YIELD_MIN_CUT 0.03 /* a cut under 3% of our rate: no yield */
+/* ... nor to others who cost less than this in all: under it, what the counters say of them is
+ * within what they cannot tell apart (a request of ours counted at other moments) */
+#define TUNER_YIELD_MIN_COST (1024.0 * 1024.0)
 #define TUNER_YIELD_FLOOR \
         0.05 /* never below 5% of what we read alone: politeness, not starvation */
 #define TUNER_YIELD_QUIET_USEC (5 * USEC_PER_SEC)     /* their cost: the most of the last 5 s */

@@ -480,6 +480,26 @@ static void test_tuner_small_loads_cost_nothing(void **state) {
         }
 }
 
+static void test_tuner_no_yield_under_a_mib(void **state) {
+        /* A slow volume (4 MiB/s): 0.3 MiB/s of others' cost is 11% of it, past the 3% a cut
+         * needs, but within what the counters cannot tell apart on the disk (a request of ours
+         * counted at other moments): no yield. 1.5 MiB/s is a workload. */
+        Device v = {.latency_usec = 90 * MSEC,
+                    .cap = 4.0 * MiB,
+                    .other_cost = 0.3 * MiB,
+                    .neighbours = true};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 255, now);
+        run = drive(&t, &v, &now, 20 * SEC);
+        assert_int_equal(run.yielding_samples, 0);
+        v.other_cost = 1.5 * MiB;
+        run = drive(&t, &v, &now, 10 * SEC);
+        assert_true(run.yielding_samples > 0);
+}
+
 static void test_tuner_yields_in_proportion(void **state) {
         /* A workload on our disk that takes a share of its cap costs the hydration that
          * share and half as much again (the margin), not half of everything: 1% costs about
@@ -809,6 +829,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_fast_beats_fixed_32),
                 cmocka_unit_test(test_tuner_gp3_holds_the_queue_short),
                 cmocka_unit_test(test_tuner_small_cap_no_long_queue),
+                cmocka_unit_test(test_tuner_no_yield_under_a_mib),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
                 cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
