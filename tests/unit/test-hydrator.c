@@ -571,16 +571,8 @@ static void write_disk_stat(const Fixture *f, uint64_t read_bytes, unsigned in_f
         fixture_write(f->dir, "stat", line);
 }
 
-/*
- * Yield=, through the hydrator: a device that serves 100 MiB/s (a read completes 90 ms after it
- * went out, one every 10 ms at most), alone for 4 s; then someone else reads 25 MiB/s from it,
- * as its counters say. The hydrator yields, and its token bucket holds the tuner's pace: what
- * it asks of the device stays under what leaves them their share and half as much again.
- */
-static void test_hydrator_yield_paces(void **state) {
-        Fixture *f = *state;
-        uint64_t disk = 0, theirs = 0, asked = 0, ours = 0;
-        unsigned from = 0;
+/* A 2 GiB device read in 1 MiB reads at a fixed depth of 16, its counters watched. */
+static void new_watched(Fixture *f) {
         char path[512];
 
         f->dev.size = 2048 * MIB;
@@ -593,19 +585,40 @@ static void test_hydrator_yield_paces(void **state) {
         write_disk_stat(f, 0, 0);
         snprintf(path, sizeof(path), "%s/stat", f->dir);
         assert_int_equal(hydrator_watch_activity(f->h, path), 0);
+}
+
+/* The device at @t: the oldest read completes if it has had its 90 ms. Returns its bytes. */
+static uint64_t serve_oldest(uint64_t t) {
+        uint64_t length;
+
+        if (reader->n_in_flight == 0 ||
+            submitted[n_submitted - reader->n_in_flight - reader->n_queued].usec +
+                            90 * USEC_PER_MSEC >
+                    t)
+                return 0;
+        length = reader->in_flight[0].length;
+        complete_first(0);
+        return length;
+}
+
+/*
+ * Yield=, through the hydrator: a device that serves 100 MiB/s (a read completes 90 ms after it
+ * went out, one every 10 ms at most), alone for 4 s; then someone else reads 25 MiB/s from it,
+ * as its counters say. The hydrator yields, and its token bucket holds the tuner's pace: what
+ * it asks of the device stays under what leaves them their share and half as much again.
+ */
+static void test_hydrator_yield_paces(void **state) {
+        Fixture *f = *state;
+        uint64_t disk = 0, theirs = 0, asked = 0, ours = 0;
+        unsigned from = 0;
+
+        new_watched(f);
         assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
         write_disk_stat(f, 0, reader->n_in_flight); /* it counts ours in flight at once */
         for (uint64_t t = T0 + 10 * USEC_PER_MSEC; t <= T0 + 8 * USEC_PER_SEC;
              t += 10 * USEC_PER_MSEC) {
                 advance_to(t);
-                /* the device: the oldest read, if it has had its 90 ms */
-                if (reader->n_in_flight > 0 &&
-                    submitted[n_submitted - reader->n_in_flight - reader->n_queued].usec +
-                                    90 * USEC_PER_MSEC <=
-                            t) {
-                        disk += reader->in_flight[0].length;
-                        complete_first(0);
-                }
+                disk += serve_oldest(t);
                 if (t >= T0 + 4 * USEC_PER_SEC && (t - T0) % (100 * USEC_PER_MSEC) == 0) {
                         theirs += 25 * MIB / 10;
                         if (from == 0)
@@ -640,32 +653,16 @@ static void test_hydrator_yield_paces(void **state) {
  */
 static void mapping_reads(Fixture *f, bool after) {
         uint64_t disk = 0, theirs = 0;
-        char path[512];
         bool mapped = false, yielded = false;
 
-        f->dev.size = 2048 * MIB;
-        f->dev.logical_block_size = 4096;
-        f->settings.block_size = MIB;
-        f->settings.queue_depth = 16;
-        assert_int_equal(hydrator_new(&f->h, f->event, &f->dev, "vol-0123456789abcdef0", f->dir_fd,
-                                      &f->settings),
-                         0);
-        write_disk_stat(f, 0, 0);
-        snprintf(path, sizeof(path), "%s/stat", f->dir);
-        assert_int_equal(hydrator_watch_activity(f->h, path), 0);
+        new_watched(f);
         assert_int_equal(hydrator_set_layout(f->h, NULL, NULL, 0, PLAN_STAGE_METADATA), 0);
         assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
         write_disk_stat(f, 0, reader->n_in_flight);
         for (uint64_t t = T0 + 10 * USEC_PER_MSEC; t <= T0 + 9 * USEC_PER_SEC;
              t += 10 * USEC_PER_MSEC) {
                 advance_to(t);
-                if (reader->n_in_flight > 0 &&
-                    submitted[n_submitted - reader->n_in_flight - reader->n_queued].usec +
-                                    90 * USEC_PER_MSEC <=
-                            t) {
-                        disk += reader->in_flight[0].length;
-                        complete_first(0);
-                }
+                disk += serve_oldest(t);
                 /* the mapping's: 25 MiB/s nobody counts, its last ones in the settling time;
                  * with @after, the same goes on after it */
                 if ((t - T0) % (100 * USEC_PER_MSEC) == 0 &&
