@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,16 +92,62 @@ static void figures(const Activity *a, ActivityFigures *ret) {
         };
 }
 
-/* What the disk counted of our reads in flight: the requests of ours it no longer holds. */
-static uint64_t counted_early(const DiskStat *st, const ActivityOurs *ours) {
-        uint64_t held = MIN(st->in_flight, ours->requests);
+static unsigned requests_min(const ActivityOurs *ours) {
+        return MAX(ours->requests_min, 1u);
+}
 
-        return (ours->requests - held) * ours->bytes_per_request;
+static unsigned requests_max(const ActivityOurs *ours) {
+        return MAX(ours->requests_max, requests_min(ours));
+}
+
+/* What the disk counted of our reads in flight: the requests of ours it no longer holds. Until
+ * it has shown how it splits a read, each is taken as the fewest requests: a part counted
+ * early is then missed (its bytes look like someone else's for a sample), but never half of a
+ * deep queue. */
+static uint64_t counted_early(const Activity *a, const DiskStat *st, const ActivityOurs *ours) {
+        unsigned k = a->requests_per_read ? a->requests_per_read : requests_min(ours);
+        uint64_t requests = ours->reads * k, held = MIN(st->in_flight, requests);
+
+        return (requests - held) * DIV_ROUND_UP(ours->read_bytes, k);
+}
+
+/*
+ * In a sample where the disk read what we completed (within one read) and that was two reads
+ * or more, its completed requests over our reads are how it splits one. The first such sample
+ * sets it; another number has to show in ACTIVITY_SPLIT_SAMPLES samples in a row to change it
+ * (a part counted early in one sample is one request more in it). True when it changed.
+ */
+static bool learn_split(Activity *a, const DiskStat *st, const ActivityOurs *ours,
+                        uint64_t disk_bytes, uint64_t ours_bytes) {
+        uint64_t ios = delta(st->read_ios, a->last.read_ios), diff;
+        unsigned k;
+
+        if (ours->read_bytes == 0 || ours_bytes < 2 * ours->read_bytes || ios == 0 ||
+            disk_bytes == 0)
+                return false;
+        diff = disk_bytes > ours_bytes ? disk_bytes - ours_bytes : ours_bytes - disk_bytes;
+        if (diff > ours->read_bytes)
+                return false;
+        /* ios / (disk_bytes / read_bytes), rounded */
+        k = (unsigned)MIN((ios * ours->read_bytes + disk_bytes / 2) / disk_bytes,
+                          (uint64_t)UINT_MAX);
+        k = CLAMP(k, requests_min(ours), requests_max(ours));
+        if (k == a->requests_per_read) {
+                a->seen_other = 0;
+                return false;
+        }
+        if (a->requests_per_read != 0 && ++a->seen_other < ACTIVITY_SPLIT_SAMPLES)
+                return false;
+        a->requests_per_read = k;
+        a->seen_other = 0;
+        return true;
 }
 
 void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                      const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret) {
+        uint64_t disk_bytes;
         ActivityStep step;
+        bool split;
 
         *ret = (ActivityFigures){0};
         if (!a->primed) {
@@ -108,7 +155,7 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                                 .last = *st,
                                 .last_ours = ours->bytes,
                                 .last_usec = now_usec};
-                a->window_theirs = -(int64_t)counted_early(st, ours);
+                a->window_theirs = -(int64_t)counted_early(a, st, ours);
                 return;
         }
         step = (ActivityStep){
@@ -123,9 +170,14 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                 step.ops = delta(step.ops, allowance->ops);
                 step.written = delta(step.written, allowance->bytes);
         }
-        a->excess +=
-                (int64_t)(delta(st->read_sectors, a->last.read_sectors) * 512) - (int64_t)step.ours;
-        step.theirs = a->excess - (int64_t)counted_early(st, ours);
+        disk_bytes = delta(st->read_sectors, a->last.read_sectors) * 512;
+        split = learn_split(a, st, ours, disk_bytes, step.ours);
+        a->excess += (int64_t)disk_bytes - (int64_t)step.ours;
+        step.theirs = a->excess - (int64_t)counted_early(a, st, ours);
+        if (split) { /* what came before was counted with another split: it starts here */
+                a->window_theirs = step.theirs;
+                a->n_steps = 0;
+        }
         remember(a, &step);
         figures(a, ret);
         a->last = *st;

@@ -10,8 +10,14 @@
  *     we could count the whole read: a read larger than one request is split into several,
  *     which complete one by one (far apart when they queue behind a cap); a sibling counts
  *     its reads only when its loop runs. The requests the disk holds in flight tell how many
- *     parts are still out: ours in flight (reads x requests a read) less those is what it
- *     counted of ours already, and is not theirs.
+ *     parts are still out: ours in flight less those it still holds is what it counted of
+ *     ours already, and is not theirs.
+ *   - how many requests a read becomes is known only within bounds: max_sectors_kb splits it
+ *     always, max_segments only when its buffer's pages are not contiguous (a huge page is
+ *     one segment). Taking the wrong one is not noise: with twice the requests it makes, half
+ *     of a deep queue of ours would look counted early, and when the depth fell, 20 MiB read
+ *     by no one appeared at once. So the disk's own counts tell it: in a sample where it read
+ *     what we did, its requests per read of ours (activity_sample()).
  * Each figure is over the last second (ACTIVITY_RATE_SAMPLES samples): their reads in bytes,
  * their writes in bytes and in operations, which cost more than their bytes (an IOPS limit, a
  * flush): activity_cost() prices each at ACTIVITY_OP_BYTES more.
@@ -27,7 +33,8 @@
 #define ACTIVITY_SAMPLE_USEC (100 * USEC_PER_MSEC) /* how often the hydrator looks */
 #define ACTIVITY_READ_SLACK (UINT64_C(256) << 10)  /* what counting cannot tell apart */
 #define ACTIVITY_RATE_SAMPLES 10                   /* figures over one second */
-#define ACTIVITY_OP_BYTES (UINT64_C(16) << 10)     /* what a write, flush or discard costs */
+#define ACTIVITY_SPLIT_SAMPLES 3 /* in a row, to change how a read is split (activity.c) */
+#define ACTIVITY_OP_BYTES (UINT64_C(16) << 10) /* what a write, flush or discard costs */
 
 /* The fields of /sys/block/<disk>/stat that matter here (Documentation/block/stat.rst). */
 typedef struct DiskStat {
@@ -69,6 +76,8 @@ typedef struct Activity {
         int64_t window_theirs;                     /* theirs, where the last second began */
         ActivityStep steps[ACTIVITY_RATE_SAMPLES]; /* the last second, oldest first */
         unsigned n_steps;
+        unsigned requests_per_read; /* as the disk counted them; 0 not seen yet */
+        unsigned seen_other;        /* samples in a row that counted another number */
 } Activity;
 
 /* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */
@@ -79,9 +88,11 @@ int disk_stat_read(int fd, DiskStat *ret);
 
 /* The reads we know of (ours, or a sibling's) at one moment. */
 typedef struct ActivityOurs {
-        uint64_t bytes;             /* completed, in all */
-        uint64_t requests;          /* requests of them in flight: reads x requests a read */
-        uint64_t bytes_per_request; /* the size of one of those */
+        uint64_t bytes;        /* completed, in all */
+        uint64_t reads;        /* in flight */
+        uint64_t read_bytes;   /* the size of one of those */
+        unsigned requests_min; /* the requests one becomes on the disk, at least (0: 1) */
+        unsigned requests_max; /* and at most (0: requests_min) */
 } ActivityOurs;
 
 /*

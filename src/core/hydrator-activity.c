@@ -63,12 +63,13 @@ static void log_yield(const Hydrator *h, bool was) {
 /* Our reads, as the disk's counters see them (activity.h). */
 static ActivityOurs ours(const Hydrator *h) {
         uint64_t request = hydrator_request_bytes(h);
-        unsigned k = block_device_requests_per_read(h->dev, request);
 
         return (ActivityOurs){
                 .bytes = hydrator_bytes_read(h),
-                .requests = h->reader ? (uint64_t)reader_in_flight(h->reader) * k : 0,
-                .bytes_per_request = DIV_ROUND_UP(request, k),
+                .reads = h->reader ? reader_in_flight(h->reader) : 0,
+                .read_bytes = request,
+                .requests_min = block_device_requests_per_read_min(h->dev, request),
+                .requests_max = block_device_requests_per_read(h->dev, request),
         };
 }
 
@@ -232,6 +233,9 @@ uint64_t hydrator_bytes_read(const Hydrator *h) {
 void hydrator_publish_reads(Hydrator *h) {
         ActivityOurs o = ours(h);
 
-        sibling_pub_reads(h->publication, o.bytes, o.requests, o.bytes_per_request,
-                          hydrator_now_usec());
+        sibling_pub_reads(h->publication, &o, hydrator_now_usec());
+}
+
+void hydrator_on_flushed(Reader *r, void *userdata) {
+        hydrator_publish_reads(userdata);
 }

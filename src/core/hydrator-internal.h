@@ -148,3 +148,5 @@ void hydrator_publish_reads(Hydrator *h);
  * complete yet (a device that returns a read in pieces: its disk counted them), and what the
  * discovery's threads read (thread-reads.h). */
 uint64_t hydrator_bytes_read(const Hydrator *h);
+/* hydrator_on_flushed() - the reader's flushed hook: publishes our reads to the siblings. */
+void hydrator_on_flushed(Reader *r, void *userdata);

@@ -457,6 +457,9 @@ static int start_reader(Hydrator *h) {
                 log_info("%s: asynchronous I/O set up%s, queue depth up to %u", d->path,
                          h->waiting_for_aio ? " after waiting for fs.aio-max-nr" : "", max);
         h->waiting_for_aio = false;
+        /* Siblings compare our reads with our disk's counters at any moment: they hear of
+         * each change at once. */
+        reader_set_flushed(h->reader, hydrator_on_flushed);
         if (!h->tuner.fixed)
                 tuner_init(&h->tuner, h->tuner.min, HYDRATOR_AUTO_DEPTH_START, max,
                            hydrator_now_usec());

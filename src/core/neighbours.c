@@ -184,6 +184,17 @@ static void read_siblings(Neighbours *n, uint64_t now) {
         }
 }
 
+/* @x's counters, and what its sibling says of the same moment: if the sibling published while
+ * they were read, they may be of before or after, so they are read again (a few times). */
+static int read_disk(Neighbour *x, DiskStat *st) {
+        for (unsigned i = 0;; i++) {
+                int r = disk_stat_read(x->fd, st);
+
+                if (r < 0 || !x->fresh || i == 3 || !sibling_read_reads(x->sibling, &x->view))
+                        return r;
+        }
+}
+
 void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                        NeighbourFigures *ret) {
         double busiest = 0;
@@ -198,7 +209,7 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                 DiskStat st;
                 double cost;
 
-                if (disk_stat_read(x->fd, &st) < 0) { /* detached: its sysfs node is gone */
+                if (read_disk(x, &st) < 0) { /* detached: its sysfs node is gone */
                         drop(n, i);
                         continue;
                 }
@@ -211,10 +222,7 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                         x->found = x->fresh =
                                 x->sibling && sibling_read(x->sibling, now_usec, &x->view);
                 }
-                ours = x->fresh ? (ActivityOurs){.bytes = x->view.read_bytes,
-                                                 .requests = x->view.in_flight_requests,
-                                                 .bytes_per_request = x->view.bytes_per_request}
-                                : (ActivityOurs){0};
+                ours = x->fresh ? x->view.reads : (ActivityOurs){0};
                 /* A sibling found now: what its disk did since the last sample was its own. */
                 if (x->found) {
                         activity_rebase(&x->activity, &st, ours.bytes);

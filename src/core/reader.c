@@ -54,6 +54,7 @@ struct Reader {
         bool flushing;
 
         reader_complete_t complete;
+        reader_flushed_t flushed;
         void *userdata;
 };
 
@@ -144,6 +145,12 @@ void reader_flush(Reader *r) {
                 queue_drop_first(r, (unsigned)n);
         }
         r->flushing = false;
+        if (r->flushed)
+                r->flushed(r, r->userdata);
+}
+
+void reader_set_flushed(Reader *r, reader_flushed_t flushed) {
+        r->flushed = flushed;
 }
 
 static void handle_event(Reader *r, struct io_event *ev) {

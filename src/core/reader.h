@@ -51,6 +51,12 @@ void reader_flush(Reader *r);
  * (before comparing our own count of completed reads with the disk's counters). */
 void reader_poll(Reader *r);
 
+/* Called after each reader_flush() (and so after the completions of each poll): what is in
+ * flight and what completed have just changed. */
+typedef void (*reader_flushed_t)(Reader *r, void *userdata);
+/* reader_set_flushed() - call @flushed (NULL: nothing) with the reader's userdata. */
+void reader_set_flushed(Reader *r, reader_flushed_t flushed);
+
 /* reader_buffer_size() - bytes of the buffer every read lands in. */
 size_t reader_buffer_size(const Reader *r);
 unsigned reader_depth(const Reader *r);

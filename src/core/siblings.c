@@ -15,7 +15,7 @@
 #include "siblings.h"
 #include "util.h"
 
-#define SIBLING_MAGIC "EBSHIO1" /* with its NUL, 8 bytes; the 1 is the layout's version */
+#define SIBLING_MAGIC "EBSHIO2" /* with its NUL, 8 bytes; the 1 is the layout's version */
 
 /* The file, as mapped. Counters are stored and loaded whole (8-byte aligned, relaxed atomics):
  * a reader never sees half of one. */
@@ -27,9 +27,11 @@ typedef struct Page {
         uint64_t state_disks[SIBLING_STATE_DISKS];
         int64_t pid;
         _Atomic uint64_t heartbeat_usec;
+        _Atomic uint64_t reads_seq; /* odd while the four below change */
         _Atomic uint64_t read_bytes;
-        _Atomic uint64_t in_flight_requests;
-        _Atomic uint64_t bytes_per_request;
+        _Atomic uint64_t reads_in_flight;
+        _Atomic uint64_t bytes_per_read;
+        _Atomic uint64_t requests_per_read; /* the fewest, and the most << 32 */
         _Atomic uint64_t saves;
         _Atomic uint64_t save_bytes;
 } Page;
@@ -154,14 +156,23 @@ SiblingPub *sibling_pub_free(SiblingPub *p) {
         return NULL;
 }
 
-void sibling_pub_reads(SiblingPub *p, uint64_t completed, uint64_t in_flight_requests,
-                       uint64_t bytes_per_request, uint64_t now_usec) {
+void sibling_pub_reads(SiblingPub *p, const ActivityOurs *o, uint64_t now_usec) {
+        uint64_t seq;
+
         if (!p)
                 return;
-        atomic_store_explicit(&p->page->read_bytes, completed, memory_order_relaxed);
-        atomic_store_explicit(&p->page->in_flight_requests, in_flight_requests,
+        /* A reader must not pair the bytes of after a completion with the reads in flight of
+         * before it (or the other way round): a seqlock, whose reader retries. */
+        seq = atomic_load_explicit(&p->page->reads_seq, memory_order_relaxed);
+        atomic_store_explicit(&p->page->reads_seq, seq + 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
+        atomic_store_explicit(&p->page->read_bytes, o->bytes, memory_order_relaxed);
+        atomic_store_explicit(&p->page->reads_in_flight, o->reads, memory_order_relaxed);
+        atomic_store_explicit(&p->page->bytes_per_read, o->read_bytes, memory_order_relaxed);
+        atomic_store_explicit(&p->page->requests_per_read,
+                              (uint64_t)o->requests_min | (uint64_t)o->requests_max << 32,
                               memory_order_relaxed);
-        atomic_store_explicit(&p->page->bytes_per_request, bytes_per_request, memory_order_relaxed);
+        atomic_store_explicit(&p->page->reads_seq, seq + 2, memory_order_release);
         atomic_store_explicit(&p->page->heartbeat_usec, now_usec, memory_order_relaxed);
 }
 
@@ -232,6 +243,38 @@ Sibling *sibling_free(Sibling *s) {
         return NULL;
 }
 
+/* The reads of @page, whole: 0 when they changed while read (try again), else their seq. */
+static uint64_t read_reads(const Page *page, ActivityOurs *ret) {
+        Page *p = (Page *)page;
+        uint64_t seq = atomic_load_explicit(&p->reads_seq, memory_order_acquire), split;
+
+        if (seq % 2 == 1)
+                return 0;
+        ret->bytes = atomic_load_explicit(&p->read_bytes, memory_order_relaxed);
+        ret->reads = atomic_load_explicit(&p->reads_in_flight, memory_order_relaxed);
+        ret->read_bytes = atomic_load_explicit(&p->bytes_per_read, memory_order_relaxed);
+        split = atomic_load_explicit(&p->requests_per_read, memory_order_relaxed);
+        ret->requests_min = (unsigned)(split & UINT32_MAX);
+        ret->requests_max = (unsigned)(split >> 32);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&p->reads_seq, memory_order_relaxed) != seq)
+                return 0;
+        return seq + 1; /* never 0 */
+}
+
+bool sibling_read_reads(const Sibling *s, SiblingView *view) {
+        uint64_t was = view->reads_seq, seq = 0;
+
+        /* A writer holds it for a few stores: a few tries see it done, unless it died there
+         * (then its heartbeat soon stops, and the last reads read stand). */
+        for (unsigned i = 0; i < 1000 && seq == 0; i++)
+                seq = read_reads(s->page, &view->reads);
+        if (seq == 0)
+                return false;
+        view->reads_seq = seq;
+        return seq != was;
+}
+
 bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret) {
         uint64_t beat =
                 atomic_load_explicit(&((Page *)s->page)->heartbeat_usec, memory_order_relaxed);
@@ -239,12 +282,6 @@ bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret) {
         if (beat > now_usec + SIBLING_STALE_USEC || now_usec > beat + SIBLING_STALE_USEC)
                 return false;
         *ret = (SiblingView){
-                .read_bytes =
-                        atomic_load_explicit(&((Page *)s->page)->read_bytes, memory_order_relaxed),
-                .in_flight_requests = atomic_load_explicit(&((Page *)s->page)->in_flight_requests,
-                                                           memory_order_relaxed),
-                .bytes_per_request = atomic_load_explicit(&((Page *)s->page)->bytes_per_request,
-                                                          memory_order_relaxed),
                 .saves = atomic_load_explicit(&((Page *)s->page)->saves, memory_order_relaxed),
                 .save_bytes =
                         atomic_load_explicit(&((Page *)s->page)->save_bytes, memory_order_relaxed),
@@ -252,6 +289,7 @@ bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret) {
         };
         for (unsigned i = 0; i < ret->n_state_disks; i++)
                 ret->state_disks[i] = (dev_t)s->page->state_disks[i];
+        (void)sibling_read_reads(s, ret);
         return true;
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "activity.h"
 #include "util.h"
 
 #define SIBLINGS_DIR "io"
@@ -28,9 +29,8 @@
 
 /* What a sibling says, read at one moment. */
 typedef struct SiblingView {
-        uint64_t read_bytes;                    /* its reads completed, in all */
-        uint64_t in_flight_requests;            /* requests of its reads in flight (activity.h) */
-        uint64_t bytes_per_request;             /* the size of one of those */
+        ActivityOurs reads;                     /* its reads (activity.h), as one */
+        uint64_t reads_seq;                     /* which publication of them (not 0) */
         uint64_t saves;                         /* +1 when a save begins, +1 when it ends */
         uint64_t save_bytes;                    /* the size of its state file */
         dev_t state_disks[SIBLING_STATE_DISKS]; /* 0-terminated; none known: every disk */
@@ -50,10 +50,9 @@ int sibling_pub_new(SiblingPub **ret, int runtime_fd, const char *kernel_name, d
 /* sibling_pub_free() - unpublish (the file is removed if it is still ours) and release. */
 SiblingPub *sibling_pub_free(SiblingPub *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SiblingPub *, sibling_pub_free)
-/* sibling_pub_reads() - our reads: bytes completed, requests in flight and their size; a
- * heartbeat at @now. */
-void sibling_pub_reads(SiblingPub *p, uint64_t completed, uint64_t in_flight_requests,
-                       uint64_t bytes_per_request, uint64_t now_usec);
+/* sibling_pub_reads() - our reads @o, published as one (a reader never sees half of them); a
+ * heartbeat at @now. Cheap: call it whenever they change. */
+void sibling_pub_reads(SiblingPub *p, const ActivityOurs *o, uint64_t now_usec);
 /* sibling_pub_save() - a save of a state file of @bytes begins (@begin) or ends. */
 void sibling_pub_save(SiblingPub *p, bool begin, uint64_t bytes);
 
@@ -69,5 +68,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Sibling *, sibling_free)
 /* sibling_read() - what @s says now: false when it did not beat within SIBLING_STALE_USEC of
  * @now_usec (gone, or replaced by another file: sibling_open() again). */
 bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret);
+/* sibling_read_reads() - read @s's reads into @view again; true when they changed since
+ * (a disk's counters read meanwhile may be of before or after the change: read them again). */
+bool sibling_read_reads(const Sibling *s, SiblingView *view);
 /* sibling_replaced() - the file under its name is not the one @s maps any more. */
 bool sibling_replaced(const Sibling *s, int runtime_fd, const char *kernel_name);

@@ -135,6 +135,7 @@ static void read_queue_limits(const char *sysfs_root, BlockDevice *d) {
 
         d->queue_requests = (unsigned)queue_limit(sysfs_root, d->kernel_name, "nr_requests");
         d->max_request_bytes = sectors_kb * 1024;
+        d->max_sectors_bytes = sectors_kb * 1024;
         if (segments > 0)
                 d->max_request_bytes =
                         MIN(d->max_request_bytes > 0 ? d->max_request_bytes : UINT64_MAX,
@@ -198,6 +199,13 @@ unsigned block_device_requests_per_read(const BlockDevice *d, uint64_t request) 
         if (d->max_request_bytes == 0 || request == 0)
                 return 1;
         return (unsigned)MIN(DIV_ROUND_UP(request, d->max_request_bytes), (uint64_t)UINT_MAX);
+}
+
+unsigned block_device_requests_per_read_min(const BlockDevice *d, uint64_t request) {
+        if (d->max_sectors_bytes == 0 || request == 0)
+                return 1;
+        return (unsigned)MIN(MIN(DIV_ROUND_UP(request, d->max_sectors_bytes), (uint64_t)UINT_MAX),
+                             (uint64_t)block_device_requests_per_read(d, request));
 }
 
 unsigned block_device_max_reads(const BlockDevice *d, uint64_t request) {

@@ -21,6 +21,8 @@ typedef struct BlockDevice {
         uint64_t max_request_bytes; /* the most one request carries: queue/max_sectors_kb, and
                                      * queue/max_segments pages of a buffer whose pages are
                                      * not contiguous; 0 unknown */
+        uint64_t max_sectors_bytes; /* queue/max_sectors_kb alone: the fewest requests a read
+                                     * becomes, whatever its buffer; 0 unknown */
 } BlockDevice;
 
 /*
@@ -32,6 +34,10 @@ unsigned block_device_max_reads(const BlockDevice *d, uint64_t request);
 /* block_device_requests_per_read() - the requests a read of @request bytes becomes on @d (1
  * when its limits are not known). */
 unsigned block_device_requests_per_read(const BlockDevice *d, uint64_t request);
+/* block_device_requests_per_read_min() - the fewest requests a read of @request bytes becomes
+ * on @d: its buffer's pages may be contiguous (a huge page), and then only max_sectors_kb
+ * splits it (1 when not known). */
+unsigned block_device_requests_per_read_min(const BlockDevice *d, uint64_t request);
 
 /* device_path_from_arg() - "/dev/nvme1n1" stays, "nvme1n1" becomes "/dev/nvme1n1" (malloc'ed). */
 char *device_path_from_arg(const char *arg);

@@ -51,16 +51,20 @@ static void test_activity_parse(void **state) {
 
 typedef struct Disk {
         DiskStat st;       /* in_flight: the requests it holds, ours and theirs */
-        ActivityOurs ours; /* requests: ours in flight, each of bytes_per_request */
+        ActivityOurs ours; /* reads: ours in flight, of 1 MiB, each 1 or 2 requests */
+        unsigned split;    /* how many it makes of one of ours, in fact (0: 2) */
         uint64_t now;
         Activity a;
 } Disk;
 
-/* One 100 ms sample: @ours_read and @theirs_read bytes read, @their_writes 4 KiB writes; the
- * figures over the last second in @f. */
+/* One 100 ms sample: @ours_read and @theirs_read bytes read (theirs in 16 KiB requests),
+ * @their_writes 4 KiB writes; the figures over the last second in @f. */
 static void step(Disk *d, uint64_t ours_read, uint64_t theirs_read, uint64_t their_writes,
                  ActivityFigures *f) {
+        unsigned split = d->split ? d->split : 2;
+
         d->st.read_sectors += (ours_read + theirs_read) / 512;
+        d->st.read_ios += ours_read / (MiB / split) + theirs_read / 16384;
         d->st.write_ios += their_writes;
         d->st.write_sectors += their_writes * 8;
         d->ours.bytes += ours_read;
@@ -68,10 +72,13 @@ static void step(Disk *d, uint64_t ours_read, uint64_t theirs_read, uint64_t the
         activity_sample(&d->a, &d->st, &d->ours, NULL, d->now, f);
 }
 
-/* @n requests of ours in flight, of 512 KiB, all held by the disk. */
+/* @n requests of ours in flight, halves of 1 MiB reads (a buffer of pages that are not
+ * contiguous, on a device of 128 segments), all held by the disk; a read could be one request
+ * (its buffer in a huge page): the disk's counts tell. */
 static Disk with_reads_in_flight(uint64_t n) {
-        return (Disk){.st = {.in_flight = n},
-                      .ours = {.requests = n, .bytes_per_request = 512 * 1024}};
+        return (Disk){
+                .st = {.in_flight = n},
+                .ours = {.reads = n / 2, .read_bytes = MiB, .requests_min = 1, .requests_max = 2}};
 }
 
 static bool close_to(double x, double want) {
@@ -131,6 +138,59 @@ static void test_activity_split_reads_are_noise(void **state) {
                 assert_true(f.reads == 0);
                 d.st.read_sectors -= halves * 512 * 1024 / 512;
                 d.st.in_flight += halves;
+        }
+}
+
+static void test_activity_whole_reads(void **state) {
+        /* The same device, but the reads' buffer is in a huge page: one request each. A deep
+         * queue of them (the slow start), a bunch completing, then a shallow one: taking each
+         * for two requests, half the deep queue would look counted early, and 20 MiB nobody
+         * read would show when the depth fell. */
+        Disk d = with_reads_in_flight(96);
+        ActivityFigures f;
+
+        d.split = 1;
+        d.st.in_flight = 48;
+        step(&d, 0, 0, 0, &f);
+        for (int i = 0; i < 9; i++) {
+                step(&d, 0, 0, 0, &f);
+                assert_true(f.reads == 0);
+        }
+        step(&d, 32 * MiB, 0, 0, &f); /* a bunch, read again at once */
+        assert_true(f.reads == 0);
+        for (int i = 0; i < 30; i++) {
+                d.ours.reads = 5;
+                d.st.in_flight = 5;
+                step(&d, 5 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0);
+        }
+        /* The split it learnt, for the parts of a workload. */
+        d.st.in_flight++;
+        for (int i = 0; i < ACTIVITY_RATE_SAMPLES; i++)
+                step(&d, 5 * MiB, 2 * MiB, 0, &f);
+        assert_true(f.reads > 20.0 * MiB - 2 * ACTIVITY_READ_SLACK && f.reads <= 20.0 * MiB);
+}
+
+static void test_activity_split_changes(void **state) {
+        /* The buffer moves into a huge page halfway (khugepaged): two requests a read, then
+         * one. A few samples tell, and the change is no one's reads. */
+        Disk d = with_reads_in_flight(32);
+        ActivityFigures f;
+
+        step(&d, 0, 0, 0, &f);
+        for (int i = 0; i < 20; i++) {
+                step(&d, 8 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0);
+        }
+        d.split = 1;
+        d.st.in_flight = 16;
+        for (int i = 0; i < 20; i++) {
+                if (i == 10) { /* and the depth falls */
+                        d.ours.reads = 4;
+                        d.st.in_flight = 4;
+                }
+                step(&d, 8 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0);
         }
 }
 
@@ -300,6 +360,8 @@ int main(void) {
                 cmocka_unit_test(test_activity_ours_alone_is_quiet),
                 cmocka_unit_test(test_activity_sees_their_reads),
                 cmocka_unit_test(test_activity_split_reads_are_noise),
+                cmocka_unit_test(test_activity_whole_reads),
+                cmocka_unit_test(test_activity_split_changes),
                 cmocka_unit_test(test_activity_sibling_in_flight),
                 cmocka_unit_test(test_activity_sees_any_write),
                 cmocka_unit_test(test_activity_first_samples_are_no_burst),

@@ -352,8 +352,12 @@ static void test_identity_state_key_small_buffer(void **state) {
 /* How many reads a device's request queue takes: a read over a request's limit is several
  * requests, and a quarter of the queue stays free for everyone else. */
 static void test_identity_device_queue(void **state) {
-        BlockDevice loop = {.queue_requests = 128, .max_request_bytes = 512 << 10};
-        BlockDevice nvme = {.queue_requests = 1023, .max_request_bytes = 128 << 10};
+        BlockDevice loop = {.queue_requests = 128,
+                            .max_request_bytes = 512 << 10,
+                            .max_sectors_bytes = 1280 << 10};
+        BlockDevice nvme = {.queue_requests = 1023,
+                            .max_request_bytes = 128 << 10,
+                            .max_sectors_bytes = 128 << 10};
         BlockDevice unknown = {0};
 
         assert_int_equal(block_device_requests_per_read(&loop, 1 << 20), 2);
@@ -365,6 +369,11 @@ static void test_identity_device_queue(void **state) {
         assert_int_equal(block_device_requests_per_read(&nvme, 3 << 20), 24);
         assert_int_equal(block_device_max_reads(&nvme, UINT64_C(1) << 40), 1); /* never none */
         assert_int_equal(block_device_requests_per_read(&unknown, 1 << 20), 1);
+        /* With a buffer in one huge page, only max_sectors_kb splits a read. */
+        assert_int_equal(block_device_requests_per_read_min(&loop, 1 << 20), 1);
+        assert_int_equal(block_device_requests_per_read_min(&loop, 2 << 20), 2);
+        assert_int_equal(block_device_requests_per_read_min(&nvme, 1 << 20), 8);
+        assert_int_equal(block_device_requests_per_read_min(&unknown, 1 << 20), 1);
         assert_int_equal(block_device_max_reads(&unknown, 1 << 20), 0);
 }
 

@@ -82,6 +82,17 @@ static int teardown(void **state) {
         return 0;
 }
 
+/* A sibling's reads: @bytes completed, @in_flight of 512 KiB in flight, one request each. */
+static void publish(SiblingPub *p, uint64_t bytes, uint64_t in_flight, uint64_t now) {
+        ActivityOurs o = {.bytes = bytes,
+                          .reads = in_flight,
+                          .read_bytes = 512 * 1024,
+                          .requests_min = 1,
+                          .requests_max = 2};
+
+        sibling_pub_reads(p, &o, now);
+}
+
 static void test_siblings_publish_and_read(void **state) {
         Fixture *f = *state;
         dev_t state_disk = makedev(7, 992);
@@ -97,13 +108,23 @@ static void test_siblings_publish_and_read(void **state) {
         snprintf(path, sizeof(path), "%s/io/loop991.io", f->run);
         assert_int_equal(stat(path, &st), 0);
         assert_true(S_ISREG(st.st_mode));
-        sibling_pub_reads(p, 100 * MiB, 8, 512 * 1024, 10 * SEC);
+        publish(p, 100 * MiB, 8, 10 * SEC);
         sibling_pub_save(p, true, 4096);
         assert_int_equal(sibling_open(&s, f->run_fd, "loop991", makedev(7, 991)), 0);
         assert_true(sibling_read(s, 10 * SEC + 100, &v));
-        assert_int_equal(v.read_bytes, 100 * MiB);
-        assert_int_equal(v.in_flight_requests, 8);
-        assert_int_equal(v.bytes_per_request, 512 * 1024);
+        assert_int_equal(v.reads.bytes, 100 * MiB);
+        assert_int_equal(v.reads.reads, 8);
+        assert_int_equal(v.reads.read_bytes, 512 * 1024);
+        assert_int_equal(v.reads.requests_min, 1);
+        assert_int_equal(v.reads.requests_max, 2);
+        /* Read again: the same publication; another one shows as a change (a disk's counters
+         * read in between are read again). */
+        assert_false(sibling_read_reads(s, &v));
+        publish(p, 101 * MiB, 7, 10 * SEC);
+        assert_true(sibling_read_reads(s, &v));
+        assert_int_equal(v.reads.bytes, 101 * MiB);
+        assert_int_equal(v.reads.reads, 7);
+        assert_false(sibling_read_reads(s, &v));
         assert_int_equal(v.saves % 2, 1); /* a save under way */
         assert_int_equal(v.n_state_disks, 1);
         assert_true(v.state_disks[0] == state_disk);
@@ -208,7 +229,7 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
                 theirs += 3 * MiB; /* somebody on loop992 */
                 write_stat(f, "loop991", read / MiB, 0, 16);
                 write_stat(f, "loop992", theirs / MiB, 0, 1);
-                sibling_pub_reads(p, read, 16, 512 * 1024, now);
+                publish(p, read, 16, now);
                 neighbours_sample(n, now, NULL, &nb);
         }
         assert_int_equal(neighbours_siblings(n), 1);
@@ -247,7 +268,7 @@ static void test_siblings_start_up_is_not_a_workload(void **state) {
                 told += 2 * MiB;
                 read += 3 * MiB; /* a third of it not told of */
                 write_stat(f, "loop991", read / MiB, 0, 4);
-                sibling_pub_reads(p, told, 4, 512 * 1024, now);
+                publish(p, told, 4, now);
                 neighbours_sample(n, now, NULL, &nb);
                 if (now - SEC < NEIGHBOURS_SIBLING_START_USEC)
                         assert_true(nb.cost == 0);
@@ -280,7 +301,7 @@ static void test_siblings_found_when_their_disk_reads(void **state) {
                 now += 100 * USEC_PER_MSEC;
                 read += 12 * MiB;
                 write_stat(f, "loop991", read / MiB, 0, 16);
-                sibling_pub_reads(p, read, 16, 512 * 1024, now);
+                publish(p, read, 16, now);
                 neighbours_sample(n, now, NULL, &nb);
                 assert_true(nb.cost == 0);
         }
@@ -300,7 +321,7 @@ static void test_siblings_found_when_their_disk_reads(void **state) {
                 now += 100 * USEC_PER_MSEC;
                 read += 12 * MiB;
                 write_stat(f, "loop991", read / MiB, 0, 16);
-                sibling_pub_reads(p, read, 16, 512 * 1024, now);
+                publish(p, read, 16, now);
                 neighbours_sample(n, now, NULL, &nb);
                 assert_true(nb.siblings <= 121.0 * MiB);
         }
@@ -325,7 +346,7 @@ static void test_siblings_saves_are_nobodys_workload(void **state) {
         assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
         for (unsigned i = 0; i < 40; i++) {
                 now += 100 * USEC_PER_MSEC;
-                sibling_pub_reads(p, 0, 0, 512 * 1024, now);
+                publish(p, 0, 0, now);
                 own.saves = i % 2; /* ours every other sample */
                 if (i % 3 == 0) {  /* the sibling's every third */
                         sibling_pub_save(p, true, 2048);
@@ -339,7 +360,7 @@ static void test_siblings_saves_are_nobodys_workload(void **state) {
         /* A workload on that disk: 100 writes of 4 KiB a sample, beyond any save's. */
         for (unsigned i = 0; i < 10; i++) {
                 now += 100 * USEC_PER_MSEC;
-                sibling_pub_reads(p, 0, 0, 512 * 1024, now);
+                publish(p, 0, 0, now);
                 own.saves = 1;
                 writes += 6 + 100;
                 write_stat(f, "loop992", 0, writes, 0);
