@@ -83,7 +83,7 @@ static void help(void) {
                "      --json            status as JSON\n"
                "      --no-legend       no table header, and nothing when there are no volumes\n"
                "      --output=FILE     metrics: replace FILE whole (temporary file, rename)\n"
-               "                        instead of printing\n"
+               "                        instead of printing; a device or FIFO is written to\n"
                "      --state-dir=DIR   where the state files are (default %s)\n"
                "      --phase=PHASE     wait: metadata, hot, used or complete (default)\n"
                "      --timeout=TIME    wait: give up after TIME (30s, 10min, 2h; default\n"
@@ -409,6 +409,50 @@ static int cmd_status(const Args *a, char **args) {
         return flush_stdout();
 }
 
+/* @text into what @path is: a regular file (or a link to one: the file, the link stays) is
+ * replaced whole; a character device or a FIFO (/dev/null, /dev/stdout) is written to, never
+ * replaced by a file; anything else is refused, named. */
+static int write_metrics_to(const char *path, const char *text, size_t size) {
+        _cleanup_free_ char *real = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st, lst;
+        int r;
+
+        if (stat(path, &st) < 0) {
+                if (errno == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+                        return log_error_errno(-ENOENT,
+                                               "Failed to write %s: a symbolic link to nothing; "
+                                               "not replacing the link with a file",
+                                               path);
+                /* not there yet (or not reachable: the write says why) */
+        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+                /* O_NONBLOCK: a FIFO nobody reads fails (ENXIO) instead of waiting for ever */
+                fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0 && errno == ENXIO && S_ISFIFO(st.st_mode))
+                        return log_error_errno(-ENXIO, "Failed to write %s: a FIFO nobody reads",
+                                               path);
+                if (fd < 0 || fcntl(fd, F_SETFL, 0) < 0)
+                        return log_error_errno(-errno, "Failed to write %s: %m", path);
+                r = write_full_fd(fd, text, size);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to write %s: %m", path);
+                return 0;
+        } else if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+                return log_error_errno(-EINVAL,
+                                       "Failed to write %s: a %s, not a file: not writing metrics "
+                                       "over it",
+                                       path, S_ISBLK(st.st_mode) ? "block device" : "socket");
+        else if (S_ISREG(st.st_mode) && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+                real = realpath(path, NULL); /* the file the link names is replaced */
+                if (!real)
+                        return log_error_errno(-errno, "Failed to write %s: %m", path);
+        }
+        r = write_file_atomic(real ?: path, text, size, 0644);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write %s: %m", path);
+        return 0;
+}
+
 /* The metrics into @path, replaced whole: node_exporter's textfile collector may read it at any
  * moment, and must never see half of it. */
 static int write_metrics_file(const VolumeList *l, const char *path) {
@@ -422,10 +466,7 @@ static int write_metrics_file(const VolumeList *l, const char *path) {
         r = volume_list_print_metrics(f, l);
         if (fclose(f) != 0 || r < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
-        r = write_file_atomic(path, text, size, 0644);
-        if (r < 0)
-                return log_error_errno(r, "Failed to write %s: %m", path);
-        return 0;
+        return write_metrics_to(path, text, size);
 }
 
 static int cmd_metrics(const Args *a, char **args) {
@@ -657,6 +698,11 @@ static int dispatch(const Args *a, int argc, char **argv) {
                         continue;
                 if (a->output && c->run != cmd_metrics) {
                         log_error("--output is for metrics only (see --help)");
+                        return EXIT_USAGE;
+                }
+                if (a->output && (!a->output[0] || a->output[strlen(a->output) - 1] == '/')) {
+                        log_error("--output=%s: not a file name (a directory's name ends in /)",
+                                  a->output);
                         return EXIT_USAGE;
                 }
                 if (a->wait_options_given && c->run != cmd_wait) {

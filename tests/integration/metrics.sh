@@ -8,7 +8,7 @@
 # system bus is reachable (DBUS_SYSTEM_BUS_ADDRESS points nowhere): running volumes, and the
 # phase they report, are the unit tests' and the guest's (tests/vm).
 # Usage: metrics.sh CASE PATH-TO-ebs-hydratectl PATH-TO-state-make BUILD-UNITS-DIR
-CASES=(node-exporter promtool output-fails output-replaces units unit-capabilities)
+CASES=(node-exporter promtool output-fails output-not-a-file output-replaces units unit-capabilities)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -244,6 +244,57 @@ case_output_fails() {
     out=$(expect_exit 2 "--output with status" ctl --output="$dir/x.prom" status)
     assert_contains "$out" "--output is for metrics only" "--output with another command"
     [ ! -e "$dir/x.prom" ] || fail "status --output wrote a file"
+}
+
+# Issue 23: what --output names is written to as what it is. A device node (a twin of /dev/null
+# here) and a link to one (like /dev/stdout) stay what they are; a FIFO gets the figures, or an
+# error at once when nobody reads it; a link to a file keeps being a link (the file is
+# replaced); a link to nothing, a block device and a name ending in / are refused.
+case_output_not_a_file() {
+    local out dir="$WORK/odd" pid
+    make_states
+    ctl metrics >"$WORK/want.prom" || fail "metrics exited $?"
+    mkdir "$dir"
+    mknod "$dir/null" c 1 3
+    ctl metrics --output="$dir/null" || fail "metrics --output=a character device exited $?"
+    [ -c "$dir/null" ] || fail "the character device was replaced: $(ls -l "$dir/null")"
+
+    ln -s /proc/self/fd/1 "$dir/stdout"
+    ctl metrics --output="$dir/stdout" >"$WORK/got.prom" || fail "metrics --output=stdout exited $?"
+    [ -L "$dir/stdout" ] || fail "the link to standard output was replaced: $(ls -l "$dir/stdout")"
+    cmp "$WORK/want.prom" "$WORK/got.prom" || fail "what went through the link to standard output"
+
+    mkfifo "$dir/fifo"
+    out=$(expect_exit 1 "a FIFO nobody reads" timeout 10 "$CTL" --state-dir="$STATE" metrics \
+        --output="$dir/fifo")
+    assert_contains "$out" "Failed to write $dir/fifo: a FIFO nobody reads" "message for a FIFO nobody reads"
+    cat "$dir/fifo" >"$WORK/fifo.prom" &
+    pid=$!
+    timeout 10 "$CTL" --state-dir="$STATE" metrics --output="$dir/fifo" || fail "metrics --output=a FIFO exited $?"
+    wait "$pid"
+    [ -p "$dir/fifo" ] || fail "the FIFO was replaced"
+    cmp "$WORK/want.prom" "$WORK/fifo.prom" || fail "what went through the FIFO"
+
+    echo old >"$dir/real.prom"
+    ln -s real.prom "$dir/link.prom"
+    ctl metrics --output="$dir/link.prom" || fail "metrics --output=a link exited $?"
+    [ -L "$dir/link.prom" ] || fail "the link was replaced by a file"
+    cmp "$WORK/want.prom" "$dir/real.prom" || fail "the file the link names"
+
+    ln -s nowhere.prom "$dir/dangling.prom"
+    out=$(expect_exit 1 "a link to nothing" ctl metrics --output="$dir/dangling.prom")
+    assert_contains "$out" "Failed to write $dir/dangling.prom: a symbolic link to nothing" "message for a link to nothing"
+    [ -L "$dir/dangling.prom" ] || fail "the link to nothing was replaced"
+
+    mknod "$dir/blk" b 7 254
+    out=$(expect_exit 1 "a block device" ctl metrics --output="$dir/blk")
+    assert_contains "$out" "Failed to write $dir/blk: a block device, not a file" "message for a block device"
+    [ -b "$dir/blk" ] || fail "the block device node was replaced"
+
+    out=$(expect_exit 2 "a name ending in /" ctl metrics --output="$dir/new/")
+    assert_contains "$out" "--output=$dir/new/: not a file name" "message for a name ending in /"
+    assert_eq "$(ls_names "$dir")" "blk dangling.prom fifo link.prom null real.prom stdout " \
+        "what is left in the directory"
 }
 
 # Replaced, not rewritten: a reader that holds the old file keeps it whole, and a reader that
