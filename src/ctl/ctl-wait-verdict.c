@@ -133,6 +133,10 @@ static bool mapping_names_equal(const char *a, const char *b) {
 }
 
 bool wait_name_matches(const VolumeRecord *r, const char *name) {
+        /* /dev/nvme1n1 waited for before the disk is there: its kernel name, once it is */
+        bool dev = strncmp(name, "/dev/", 5) == 0;
+
         return streq_ptr(r->volume_id, name) || streq_ptr(r->kernel_name, name) ||
+               (dev && r->kernel_name[0] && streq_ptr(r->kernel_name, name + 5)) ||
                (r->device_name[0] && mapping_names_equal(r->device_name, name));
 }

@@ -126,8 +126,10 @@ static int mount_source(const char *path, dev_t *ret) {
 
 /*
  * A TARGET with a '/' is a path: a block device, or a file on a mounted file system, whose disks
- * are waited for. One under /dev/ that does not exist is a mapping name (/dev/sdf). Returns 0,
- * or -ENOENT/-ENODEV (logged) for a path that can never name a volume.
+ * are waited for. One under /dev/ that does not exist is a mapping name (/dev/sdf) or the
+ * kernel name of a disk not attached yet (/dev/nvme1n1). Returns 0; -ENOENT, -ENOTDIR or
+ * -ENODEV (logged) for a path that can never name a volume; another -errno (logged) for one
+ * that could not be looked at (EACCES: not the caller's to search).
  */
 static int resolve_target(Target *t) {
         _cleanup_free_ char *dir = NULL;
@@ -551,8 +553,16 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
                         log_error("An empty TARGET names nothing (see --help)");
                         return EXIT_USAGE_ERROR;
                 }
-                if (resolve_target(&l.items[i]) < 0)
+                switch (resolve_target(&l.items[i])) {
+                case 0:
+                        break;
+                case -ENOENT:
+                case -ENOTDIR:
+                case -ENODEV:
                         return WAIT_EXIT_UNKNOWN;
+                default: /* not known to name nothing: a failure (EACCES, ENOMEM, ELOOP) */
+                        return EXIT_FAILURE;
+                }
         }
         if (o->timeout_usec != UINT64_MAX)
                 deadline = now_usec(CLOCK_MONOTONIC) + MIN(o->timeout_usec, UINT64_MAX / 2);

@@ -50,7 +50,7 @@ int wait_parse_timeout(const char *s, uint64_t *ret_usec);
 WaitVerdict wait_verdict(const VolumeRecord *r, RecordPhase phase, const char **ret_why);
 
 /* wait_name_matches() - does @name (volume id, kernel name, or mapping name such as sdf, xvdf,
- * /dev/sdf) name the volume of @r? */
+ * /dev/sdf; /dev/ and a kernel name, for a disk not there yet) name the volume of @r? */
 bool wait_name_matches(const VolumeRecord *r, const char *name);
 
 typedef struct WaitOptions {

@@ -8,7 +8,7 @@
 # Usage: wait.sh CASE PATH-TO-ebs-hydrated (ebs-hydratectl beside it)
 CASES=(started-after phase-order path btrfs-path already-hydrated unprivileged short restart
        timeout-unknown untrusted-runtime-dir progress-line ends-short-of-a-run lock-busy
-       runtime-dir-replaced)
+       runtime-dir-replaced before-the-disk)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -215,11 +215,42 @@ case_timeout_unknown() {
     # A path that no volume can hold is unknown at once: waiting could not help.
     out=$(expect_exit 6 "/proc" waitctl /proc)
     assert_contains "$out" "is not on a block device" "/proc"
+    # A path the caller may not search could hold a volume: a failure (1), not "unknown" (6).
+    mkdir -m 0700 "$WORK/private"
+    out=$(expect_exit 1 "a path nobody may search" as_nobody "$CTL" --runtime-dir="$RT" wait \
+        --timeout=1 "$WORK/private/data")
+    assert_contains "$out" "$WORK/private/data: Permission denied" "message for a path nobody may search"
     expect_exit 2 "a bad --phase" waitctl --phase=free k9 >/dev/null
     expect_exit 2 "--phase for status" "$CTL" --phase=used status >/dev/null
     expect_exit 2 "no target" waitctl >/dev/null
     kill -TERM "$dpid"
     wait "$dpid" || true
+}
+
+# Issue 23: a unit waits for /dev/KERNEL-NAME early in boot, before the disk is attached: the
+# name is the disk's once it is there (here a loop device of a number nobody used yet).
+case_before_the_disk() {
+    local n=200 img wpid rc=0
+    while [ -e "/dev/loop$n" ] || [ -e "/sys/class/block/loop$n" ]; do
+        n=$((n + 1))
+        [ "$n" -lt 1000 ] || skip "no unused loop device number under 1000"
+    done
+    waitctl --timeout=60 "/dev/loop$n" >"$WORK/wait.out" 2>&1 &
+    wpid=$!
+    sleep 1
+    alive "$wpid" || fail "wait on a disk not there yet ended at once: $(cat "$WORK/wait.out")"
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s 64M "$img"
+    mkfs.ext4 -q -F "$img"
+    losetup --direct-io=on --read-only "/dev/loop$n" "$img" || skip "cannot attach /dev/loop$n"
+    daemon --state-key=k14 "/dev/loop$n" >"$WORK/daemon.out" 2>&1 || rc=$?
+    losetup -d "/dev/loop$n"
+    rm -f "/dev/loop$n"
+    assert_eq "$rc" 0 "the daemon's exit status ($(cat "$WORK/daemon.out"))"
+    rc=0
+    wait "$wpid" || rc=$?
+    assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
+    assert_contains "$(cat "$WORK/wait.out")" "/dev/loop$n: k14 (loop$n): complete reached" "wait's output"
 }
 
 # On a terminal, a progress line on stderr while it waits, cleared at the end; none in a pipe.

@@ -144,6 +144,10 @@ static void test_names(void **state) {
         assert_false(wait_name_matches(&r, "vol-2"));
         assert_false(wait_name_matches(&r, "nvme1n"));
         assert_false(wait_name_matches(&r, "df"));
+        /* /dev/ and a kernel name: the disk, waited for before it exists (issue 23) */
+        assert_true(wait_name_matches(&r, "/dev/nvme1n1"));
+        assert_false(wait_name_matches(&r, "/dev/nvme2n1"));
+        assert_false(wait_name_matches(&r, "/dev/vol-1"));
         r.device_name[0] = '\0'; /* a volume without a mapping name matches no mapping name */
         assert_false(wait_name_matches(&r, ""));
         assert_false(wait_name_matches(&r, "sdf"));
