@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ebs-hydratectl wait (see ctl-wait.h): what the targets name, and the watching; the verdict on
- * one record is ctl-wait-verdict.c's. The records are re-read whenever inotify says the
- * runtime directory (or, for root, the state directory) changed: there is no polling, and a
- * daemon that stops, restarts or starts after us is seen by the records it writes.
+ * ebs-hydratectl wait (see ctl-wait.h): what the targets name, what the records say of them,
+ * and the loop; the verdict on one record is ctl-wait-verdict.c's, the watching
+ * ctl-wait-watch.c's. A record is read again when inotify names it (the runtime directory
+ * holds every volume's until the next boot: a wake-up reads what changed, not all of them), a
+ * state file (root) when its save lands, and a record whose writer ended without saying so
+ * (its pidfd wakes us) no longer speaks for the run: there is no polling, and a daemon that
+ * stops, restarts, starts after us or is killed is seen.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,12 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
+#include "ctl-wait-internal.h"
 #include "ctl-wait.h"
 #include "log.h"
 #include "parse.h"
@@ -41,7 +43,17 @@ typedef struct Target {
         const char *missing; /* a disk of a path that no record names */
         char volumes[256];   /* "vol-1 (nvme1n1)": what it was found to be, for messages */
         uint64_t done_bytes, size_bytes;
+        bool oom; /* a writer could not be noted */
 } Target;
+
+/* What a judgement reads: the records, the state files' proofs (state_fd -1: none), and where
+ * the writers of the records believed go. */
+typedef struct WaitContext {
+        const Snapshot *snapshot;
+        StateCache *states;
+        int state_fd;
+        Writers *writers;
+} WaitContext;
 
 static int add_disk(Target *t, const char *name) {
         for (size_t i = 0; i < t->n_disks; i++)
@@ -179,58 +191,6 @@ static int resolve_target(Target *t) {
 
 /* --- what the records and state files say --- */
 
-typedef struct Snapshot {
-        VolumeRecord *records;
-        struct timespec *mtimes;
-        size_t n, allocated, mtimes_allocated;
-} Snapshot;
-
-static void snapshot_clear(Snapshot *s) {
-        free(s->records);
-        free(s->mtimes);
-        *s = (Snapshot){};
-}
-
-/*
- * Reads every record in @dir. A directory that group or others may write to (without the sticky
- * bit) is refused with -EPERM: anyone could plant "completed" there; so is, in any directory, a
- * record owned by another user than the directory's owner or root. A missing directory is empty.
- */
-static int snapshot_read(Snapshot *s, const char *dir) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        struct stat dst;
-        struct dirent *de;
-
-        s->n = 0;
-        d = opendir(dir);
-        if (!d)
-                return errno == ENOENT ? 0 : log_error_errno(-errno, "Cannot read %s: %m", dir);
-        if (fstat(dirfd(d), &dst) < 0)
-                return log_error_errno(-errno, "Cannot stat %s: %m", dir);
-        if ((dst.st_mode & 0022) && !(dst.st_mode & S_ISVTX))
-                return log_error_errno(-EPERM,
-                                       "%s is writable by group or others (mode %04o): its "
-                                       "records cannot be trusted",
-                                       dir, (unsigned)(dst.st_mode & 07777));
-        while ((de = readdir(d))) {
-                VolumeRecord r;
-                struct stat st;
-
-                if (de->d_name[0] == '.' ||
-                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                    (st.st_uid != dst.st_uid && st.st_uid != 0) ||
-                    record_load_at(dirfd(d), de->d_name, &r) < 0)
-                        continue; /* not a record, half gone, or not one to trust */
-                if (ARRAY_GROW(s->records, s->allocated, s->n + 1) < 0 ||
-                    ARRAY_GROW(s->mtimes, s->mtimes_allocated, s->n + 1) < 0)
-                        return log_error_errno(-ENOMEM, "Out of memory");
-                s->records[s->n] = r;
-                s->mtimes[s->n] = st.st_mtim;
-                s->n++;
-        }
-        return 0;
-}
-
 static bool newer(const struct timespec *a, const struct timespec *b) {
         return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec : a->tv_nsec > b->tv_nsec;
 }
@@ -252,38 +212,19 @@ static bool record_attached(const VolumeRecord *r) {
 /* The newest record that @name names: by its volume id, which no other volume has, or by a
  * kernel or mapping name, then only for the attachment of the disk that is there now. */
 static const VolumeRecord *find_by_name(const Snapshot *s, const char *name, bool kernel_only) {
-        const VolumeRecord *best = NULL;
-        size_t best_i = 0;
+        const SnapshotEntry *best = NULL;
 
         for (size_t i = 0; i < s->n; i++) {
-                const VolumeRecord *r = &s->records[i];
+                const SnapshotEntry *e = &s->items[i];
+                const VolumeRecord *r = &e->record;
                 bool m = kernel_only ? streq_ptr(r->kernel_name, name) : wait_name_matches(r, name);
 
                 if (m && !streq_ptr(r->volume_id, name) && !record_attached(r))
                         continue;
-                if (m && (!best || newer(&s->mtimes[i], &s->mtimes[best_i]))) {
-                        best = &s->records[i];
-                        best_i = i;
-                }
+                if (m && (!best || newer(&e->mtime, &best->mtime)))
+                        best = e;
         }
-        return best;
-}
-
-/* For root: what a state file says of a volume that has no record (its daemon has not run
- * since boot). A complete one is complete; a Mode=used one reached "used". */
-static bool state_file_record(int state_fd, const char *key, VolumeRecord *ret) {
-        _cleanup_(state_freep) HydrateState *s = NULL;
-
-        if (state_fd < 0 || !state_key_valid(key, strlen(key)) ||
-            state_load(state_fd, key, &s) < 0 || !streq_ptr(s->key, key) ||
-            (!s->complete && !s->used_complete))
-                return false;
-        *ret = (VolumeRecord){.state = RECORD_COMPLETED,
-                              .phase = RECORD_PHASE_DONE,
-                              .free_space_cold = !s->complete,
-                              .fs_aware = true};
-        (void)snprintf(ret->volume_id, sizeof(ret->volume_id), "%s", key);
-        return true;
+        return best ? &best->record : NULL;
 }
 
 /* Adds "vol-1 (nvme1n1)" to what @t was found to be (cut if there are too many). */
@@ -302,9 +243,37 @@ static void note_volume(Target *t, const VolumeRecord *r) {
         t->size_bytes += r->size_bytes;
 }
 
-static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase) {
+/* What the waiter goes by for the volume of @r: the record, unless its writer ended without
+ * saying so (then the run is stopped, as far as anyone can tell); what the state file proves
+ * (root), when the record is missing or its writer gone. NULL when nothing is known. */
+static const VolumeRecord *believe(const VolumeRecord *r, const char *key, WaitContext *x,
+                                   Target *t, VolumeRecord *buf) {
+        if (r && !writer_gone(x->writers, r)) {
+                if (r->state == RECORD_HYDRATING || r->state == RECORD_PAUSED) {
+                        if (writers_want(x->writers, r->pid, r->start_time) < 0)
+                                t->oom = true;
+                }
+                return r;
+        }
+        if (state_cache_get(x->states, x->state_fd, r ? r->volume_id : key, buf)) {
+                if (r) { /* the record's names, for the messages */
+                        memcpy(buf->kernel_name, r->kernel_name, sizeof(buf->kernel_name));
+                        buf->size_bytes = MAX(buf->size_bytes, r->size_bytes);
+                        buf->hydrated_bytes =
+                                MIN(MAX(buf->hydrated_bytes, r->hydrated_bytes), buf->size_bytes);
+                }
+                return buf;
+        }
+        if (!r)
+                return NULL;
+        *buf = *r;
+        buf->state = RECORD_STOPPED; /* killed, or its last record lost: the next run resumes */
+        return buf;
+}
+
+static void judge(Target *t, WaitContext *x, RecordPhase phase) {
         const char *why = NULL;
-        VolumeRecord from_state;
+        VolumeRecord buf;
         const VolumeRecord *r;
         size_t reached = 0;
 
@@ -314,9 +283,7 @@ static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase)
         t->volumes[0] = '\0';
         t->done_bytes = t->size_bytes = 0;
         if (t->name) {
-                r = find_by_name(s, t->name, false);
-                if (!r && state_file_record(state_fd, t->name, &from_state))
-                        r = &from_state;
+                r = believe(find_by_name(x->snapshot, t->name, false), t->name, x, t, &buf);
                 if (!r)
                         return;
                 t->known = true;
@@ -326,11 +293,12 @@ static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase)
         }
         t->missing = NULL;
         for (size_t i = 0; i < t->n_disks; i++) {
-                r = find_by_name(s, t->disks[i], true);
+                r = find_by_name(x->snapshot, t->disks[i], true);
                 if (!r) {
                         t->missing = t->missing ?: t->disks[i];
                         continue;
                 }
+                r = believe(r, r->volume_id, x, t, &buf);
                 note_volume(t, r);
                 switch (wait_verdict(r, phase, &why)) {
                 case WAIT_REACHED:
@@ -350,71 +318,6 @@ static void judge(Target *t, const Snapshot *s, int state_fd, RecordPhase phase)
 }
 
 /* --- watching --- */
-
-typedef struct Watch {
-        int fd;          /* inotify */
-        int parent_wd;   /* the runtime directory's parent, for it to appear, go, or be replaced */
-        int dir_wd;      /* the runtime directory, while it is there */
-        const char *dir; /* the runtime directory */
-        char *parent;
-} Watch;
-
-#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
-
-/*
- * (Re)adds the watches: the parent's until it is set, the directory's each time, since it may be
- * another directory under the same name now (inotify watches an inode, not a path). Nothing is
- * held open: a directory removed or replaced is seen through its parent, or, where the parent may
- * not be read (a caller without the right), by its own removal, after which it is looked for each
- * second. A missing directory is no error.
- */
-static int watch_dirs(Watch *w) {
-        if (w->parent_wd < 0) {
-                w->parent_wd = inotify_add_watch(
-                        w->fd, w->parent, WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
-                if (w->parent_wd < 0 && errno != ENOENT && errno != EACCES)
-                        return log_error_errno(-errno, "Cannot watch %s: %m", w->parent);
-        }
-        w->dir_wd = inotify_add_watch(w->fd, w->dir,
-                                      WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
-        if (w->dir_wd < 0 && errno != ENOENT && errno != ENOTDIR)
-                return log_error_errno(-errno, "Cannot watch %s: %m", w->dir);
-        return 0;
-}
-
-/* Reads what inotify has: 1 if something other than a dot file (a temporary file being
- * written, a daemon's or a metrics run's) changed, else 0; or -errno. */
-static int drain(Watch *w) {
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        bool relevant = false;
-        int r;
-
-        for (;;) {
-                ssize_t n = read(w->fd, buf, sizeof(buf));
-
-                if (n < 0 && errno == EAGAIN)
-                        break;
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return log_error_errno(-errno, "Cannot read inotify events: %m");
-                for (char *p = buf; p < buf + n;) {
-                        const struct inotify_event *e = (const struct inotify_event *)p;
-
-                        if (e->wd == w->parent_wd &&
-                            (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)))
-                                w->parent_wd = -1; /* looked for again below, else each second */
-                        if (e->wd == w->dir_wd &&
-                            (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)))
-                                w->dir_wd = -1;
-                        if (e->len == 0 || e->name[0] != '.' || (e->mask & IN_Q_OVERFLOW))
-                                relevant = true;
-                        p += sizeof(*e) + e->len;
-                }
-        }
-        r = watch_dirs(w);
-        return r < 0 ? r : relevant;
-}
 
 static void progress_line(const Target *t, size_t n, RecordPhase phase) {
         char line[512];
@@ -441,12 +344,6 @@ static void progress_line(const Target *t, size_t n, RecordPhase phase) {
         (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
 }
 
-static void watch_done(Watch *w) {
-        if (w->fd >= 0)
-                (void)close(w->fd);
-        free(w->parent);
-}
-
 typedef struct Targets {
         Target *items;
         size_t n;
@@ -467,14 +364,17 @@ static void clear_progress(const WaitOptions *o) {
 }
 
 /* The exit status once every target is judged, or -1 to wait on. */
-static int judge_all(const WaitOptions *o, Targets *l, const Snapshot *s, int state_fd,
-                     bool timed_out) {
+static int judge_all(const WaitOptions *o, Targets *l, WaitContext *x, bool timed_out) {
         size_t reached = 0, known = 0;
 
         for (size_t i = 0; i < l->n; i++) {
                 Target *t = &l->items[i];
 
-                judge(t, s, state_fd, o->phase);
+                judge(t, x, o->phase);
+                if (t->oom) {
+                        log_error_errno(-ENOMEM, "Out of memory");
+                        return EXIT_FAILURE;
+                }
                 if (t->verdict == WAIT_SHORT) {
                         clear_progress(o);
                         log_error("%s: %s: %s, %s will not be reached", t->arg, t->volumes, t->why,
@@ -512,48 +412,79 @@ static int judge_all(const WaitOptions *o, Targets *l, const Snapshot *s, int st
         return known < l->n ? WAIT_EXIT_UNKNOWN : WAIT_EXIT_TIMEOUT;
 }
 
-/* Root reads the state files too (saves rename into the directory): a volume hydrated before
- * this boot whose daemon has not run since. -1 for others, who may not. */
-static int open_state_dir(const WaitOptions *o, int inotify_fd) {
-        _cleanup_close_ int fd = open(o->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* How long poll() may sleep: until the deadline, or for ever; at most a second when something
+ * cannot be watched (not even the runtime directory's parent, or a writer without a pidfd):
+ * the only cases that poll. */
+static int poll_timeout_ms(bool blind, uint64_t deadline, uint64_t now) {
+        uint64_t ms = deadline == UINT64_MAX
+                              ? UINT64_MAX
+                              : DIV_ROUND_UP(deadline - MIN(now, deadline), USEC_PER_MSEC);
 
-        if (fd < 0 || inotify_add_watch(inotify_fd, o->state_dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
-                return -1;
-        return TAKE_FD(fd);
+        if (blind)
+                ms = MIN(ms, UINT64_C(1000));
+        return ms == UINT64_MAX ? -1 : (int)MIN(ms, (uint64_t)INT_MAX);
 }
 
-/* How long poll() may sleep: until the deadline, or for ever. Without even the runtime
- * directory's parent to watch, a look each second: the only case that polls. */
-static int poll_timeout_ms(const Watch *w, uint64_t deadline, uint64_t now) {
-        if (w->parent_wd < 0 && w->dir_wd < 0)
-                return 1000;
-        if (deadline == UINT64_MAX)
-                return -1;
-        return (int)MIN(DIV_ROUND_UP(deadline - now, USEC_PER_MSEC), (uint64_t)INT_MAX);
+/* Everything a wait holds, released in one place. */
+typedef struct Waiting {
+        Watch watch;
+        Targets targets;
+        Snapshot snapshot;
+        StateCache states;
+        Writers writers;
+        WaitChanges changes;
+        struct pollfd *fds;
+        size_t fds_allocated;
+        int state_fd;
+} Waiting;
+
+static void waiting_done(Waiting *w) {
+        watch_done(&w->watch);
+        targets_done(&w->targets);
+        snapshot_clear(&w->snapshot);
+        state_cache_done(&w->states);
+        writers_done(&w->writers);
+        wait_changes_done(&w->changes);
+        free(w->fds);
+        if (w->state_fd >= 0)
+                (void)close(w->state_fd);
+}
+
+/* The records as inotify says they changed: those names only, or all of them again. */
+static int apply_changes(Waiting *w, bool first) {
+        WaitChanges *c = &w->changes;
+        int r;
+
+        state_cache_forget(&w->states, c);
+        if (first || c->records_all)
+                r = snapshot_read(&w->snapshot, w->watch.dir);
+        else
+                r = snapshot_update(&w->snapshot, w->watch.dir, c->records, c->n_records);
+        wait_changes_clear(c);
+        return r;
 }
 
 int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
-        _cleanup_(watch_done)
-                Watch w = {.fd = -1, .parent_wd = -1, .dir_wd = -1, .dir = o->runtime_dir};
-        _cleanup_(targets_done)
-                Targets l = {.items = calloc(n_targets, sizeof(Target)), .n = n_targets};
-        _cleanup_(snapshot_clear) Snapshot s = {};
-        _cleanup_close_ int state_fd = -1;
+        _cleanup_(waiting_done) Waiting w = {
+                .watch = {.fd = -1},
+                .targets = {.items = calloc(n_targets, sizeof(Target)), .n = n_targets},
+                .state_fd = -1,
+        };
+        WaitContext x = {.snapshot = &w.snapshot, .states = &w.states, .writers = &w.writers};
         uint64_t deadline = UINT64_MAX;
-        bool look = true;
-        char *slash;
+        bool look = true, first = true;
 
-        if (!l.items) {
+        if (!w.targets.items) {
                 log_error_errno(-ENOMEM, "Out of memory");
                 return EXIT_FAILURE;
         }
         for (size_t i = 0; i < n_targets; i++) {
-                l.items[i].arg = targets[i];
+                w.targets.items[i].arg = targets[i];
                 if (!targets[i][0]) {
                         log_error("An empty TARGET names nothing (see --help)");
                         return EXIT_USAGE_ERROR;
                 }
-                switch (resolve_target(&l.items[i])) {
+                switch (resolve_target(&w.targets.items[i])) {
                 case 0:
                         break;
                 case -ENOENT:
@@ -566,48 +497,53 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
         }
         if (o->timeout_usec != UINT64_MAX)
                 deadline = now_usec(CLOCK_MONOTONIC) + MIN(o->timeout_usec, UINT64_MAX / 2);
-        w.parent = strdup(o->runtime_dir);
-        if (!w.parent) {
-                log_error_errno(-ENOMEM, "Out of memory");
+        if (watch_init(&w.watch, o->runtime_dir) < 0)
                 return EXIT_FAILURE;
-        }
-        slash = strrchr(w.parent, '/');
-        if (!slash)
-                strcpy(w.parent, ".");
-        else
-                slash[slash == w.parent] = '\0'; /* "/run/x" -> "/run", "/x" -> "/" */
-        w.fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (w.fd < 0) {
-                log_error_errno(-errno, "Cannot set up inotify: %m");
-                return EXIT_FAILURE;
-        }
-        if (watch_dirs(&w) < 0)
-                return EXIT_FAILURE;
-        state_fd = open_state_dir(o, w.fd);
+        /* Root reads the state files too (saves rename into the directory): a volume hydrated
+         * before this boot whose daemon has not run since, or whose run's record was lost. */
+        x.state_fd = w.state_fd = watch_state_dir(&w.watch, o->state_dir);
         /* The watches are set before each look, so that nothing written meanwhile is missed. */
         for (;;) {
-                struct pollfd p = {.fd = w.fd, .events = POLLIN};
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
+                size_t n_fds = 1;
                 int r, code;
 
-                if (look && snapshot_read(&s, w.dir) < 0)
+                if (look && apply_changes(&w, first) < 0)
                         return EXIT_FAILURE;
-                code = judge_all(o, &l, &s, state_fd, now >= deadline);
+                first = false;
+                code = judge_all(o, &w.targets, &x, now >= deadline);
                 if (code >= 0)
                         return code;
-                r = poll(&p, 1, poll_timeout_ms(&w, deadline, now));
+                /* The writers of the records believed: one that ends wakes us. */
+                if (writers_sync(&w.writers)) {
+                        look = false; /* nothing to read again: judge it gone */
+                        continue;
+                }
+                if (ARRAY_GROW(w.fds, w.fds_allocated, 1 + w.writers.n) < 0) {
+                        log_error_errno(-ENOMEM, "Out of memory");
+                        return EXIT_FAILURE;
+                }
+                w.fds[0] = (struct pollfd){.fd = w.watch.fd, .events = POLLIN};
+                for (size_t i = 0; i < w.writers.n; i++)
+                        w.fds[n_fds++] =
+                                (struct pollfd){.fd = w.writers.items[i].fd, .events = POLLIN};
+                r = poll(w.fds, n_fds,
+                         poll_timeout_ms(watch_blind(&w.watch) || w.writers.blind, deadline, now));
                 if (r < 0 && errno != EINTR) {
                         log_error_errno(-errno, "poll() failed: %m");
                         return EXIT_FAILURE;
                 }
-                look = r == 0 && w.parent_wd < 0 && w.dir_wd < 0; /* the once-a-second look */
-                if (look && watch_dirs(&w) < 0)
+                if (r > 0 && writers_note_ended(&w.writers, w.fds + 1) < 0)
                         return EXIT_FAILURE;
-                if (r > 0) {
-                        r = drain(&w);
+                /* the once-a-second look, when even the parent is not watched */
+                look = r == 0 && watch_blind(&w.watch);
+                if (look)
+                        w.changes.records_all = true;
+                if (look || (r > 0 && (w.fds[0].revents & POLLIN))) {
+                        r = watch_drain(&w.watch, &w.changes); /* and the watches set again */
                         if (r < 0)
                                 return EXIT_FAILURE;
-                        look = r > 0;
+                        look = look || r > 0;
                 }
         }
 }

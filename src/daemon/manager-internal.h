@@ -42,6 +42,8 @@ typedef struct Run {
         VolumeRecord record; /* its identity fields; the rest comes from the hydrator */
         char record_text[RECORD_FILE_MAX]; /* what was last written, "" before */
         bool record_failed;                /* said once */
+        bool record_unsaved;               /* the last one could not be written: */
+        VolumeRecord record_last;          /* that one, tried again at each publication */
 } Run;
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC) /* STATUS= and the record, at least */
@@ -58,6 +60,10 @@ void run_set_record_word(char *dst, size_t size, const char *s);
 /* The volume record for ebs-hydratectl wait, written when what it says changed; @forced:
  * the state to say instead of the hydrator's, or _RECORD_STATE_INVALID. */
 void run_publish_record(Run *run, RecordState forced);
+/* run_settle_record() - at the end of the run: if the last record could not be written, try
+ * once more, then over the old one in place, and as a last resort remove the old one (it would
+ * say "hydrating" for a run that has ended), saying so. */
+void run_settle_record(Run *run);
 
 /* STATUS= for systemctl status (a no-op outside systemd), and the record with it. */
 void run_notify_status(Run *run);

@@ -101,12 +101,51 @@ void run_publish_record(Run *run, RecordState forced) {
                 if (!run->record_failed)
                         log_warning_errno(e,
                                           "%s: cannot write its volume record (%m): "
-                                          "ebs-hydratectl wait does not see this run",
+                                          "ebs-hydratectl wait does not see this run; trying "
+                                          "again as it goes",
                                           r.volume_id);
                 run->record_failed = true;
+                run->record_unsaved = true;
+                run->record_last = r;
                 return;
         }
         memcpy(run->record_text, text, sizeof(text));
+        run->record_unsaved = false;
+}
+
+void run_settle_record(Run *run) {
+        const VolumeRecord *r = &run->record_last;
+        char name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)];
+        int e;
+
+        if (!run->record_unsaved || run->runtime_fd < 0)
+                return;
+        e = record_save(run->runtime_fd, r);
+        if (e >= 0) {
+                log_info("%s: volume record written at last", r->volume_id);
+                return;
+        }
+        /* A full file system: the old record's blocks are still ours. */
+        e = record_rewrite_in_place(run->runtime_fd, r);
+        if (e >= 0) {
+                log_warning("%s: volume record written over the old one in place (a new one "
+                            "could not be: %s)",
+                            r->volume_id, "no space in the runtime directory's file system");
+                return;
+        }
+        if (e == -ESTALE) /* not this run's: another run's, or none */
+                return;
+        (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
+        if (unlinkat(run->runtime_fd, name, 0) < 0 && errno != ENOENT) {
+                log_error_errno(-errno,
+                                "%s: cannot write its volume record, nor remove the old one "
+                                "(%m): it says the run goes on, which has ended",
+                                r->volume_id);
+                return;
+        }
+        log_error("%s: cannot write its volume record (%s full): removed the old one, which "
+                  "said the run goes on; waiters go by the state file (root) or the next run",
+                  r->volume_id, run->runtime_dir ? run->runtime_dir : "the runtime directory");
 }
 
 void run_notify_status(Run *run) {

@@ -23,6 +23,7 @@
 #include "manager.h"
 #include "parse.h"
 #include "prepare.h"
+#include "process-util.h"
 #include "progress.h"
 #include "report.h"
 #include "siblings.h"
@@ -621,6 +622,8 @@ int manager_run(const Args *a, int *ret_signal) {
         /* From here on a waiter hears how the run ended, whatever stops it (end_record()). */
         run.runtime_fd = prepare_runtime_dir(&run.runtime_dir);
         run.record = (VolumeRecord){.size_bytes = dev.size, .pid = getpid()};
+        /* with the PID, it tells this process from a later one of the same PID */
+        (void)process_start_time(0, &run.record.start_time);
         run_set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
         run_set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name), id.kernel_name);
         run_set_record_word(run.record.device_name, sizeof(run.record.device_name), id.device_name);
@@ -645,6 +648,7 @@ int manager_run(const Args *a, int *ret_signal) {
                             ? REPORT_EXIT_FAILED
                             : hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
         end_record(&run, a, key, r);
+        run_settle_record(&run);
         *ret_signal = run.signal;
         return r;
 }

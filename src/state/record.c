@@ -67,10 +67,11 @@ int record_format(const VolumeRecord *r, char *buf, size_t size) {
                      "FREE_SPACE_COLD=%d\n"
                      "FS_AWARE=%d\n"
                      "DISKSEQ=%" PRIu64 "\n"
-                     "PID=%ld\n",
+                     "PID=%ld\n"
+                     "START_TIME=%" PRIu64 "\n",
                      r->volume_id, r->kernel_name, r->device_name, state, phase, r->size_bytes,
                      r->hydrated_bytes, r->errors, r->free_space_cold ? 1 : 0, r->fs_aware ? 1 : 0,
-                     r->diskseq, (long)r->pid);
+                     r->diskseq, (long)r->pid, r->start_time);
         if (n < 0 || (size_t)n >= size)
                 return -ENOBUFS;
         return n;
@@ -109,6 +110,7 @@ typedef enum RecordKey {
         KEY_FS_AWARE,
         KEY_DISKSEQ,
         KEY_PID,
+        KEY_START_TIME,
         _KEY_MAX,
 } RecordKey;
 
@@ -125,6 +127,7 @@ static const char *const key_names[_KEY_MAX] = {
         [KEY_FS_AWARE] = "FS_AWARE",
         [KEY_DISKSEQ] = "DISKSEQ",
         [KEY_PID] = "PID",
+        [KEY_START_TIME] = "START_TIME",
 };
 
 static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) {
@@ -170,6 +173,8 @@ static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) 
                 e = copy_number(&n, INT32_MAX, v, len);
                 r->pid = (pid_t)n;
                 return e;
+        case KEY_START_TIME:
+                return copy_number(&r->start_time, UINT64_MAX, v, len);
         default:
                 return -EBADMSG;
         }
@@ -232,6 +237,43 @@ int record_save(int dir_fd, const VolumeRecord *r) {
         /* Mode 0644 whatever the umask (the unit's is 0077): the waiters are other users. No
          * fsync: the runtime directory is on tmpfs, and a record does not outlive a boot. */
         return write_file_atomic_at(dir_fd, name, text, (size_t)n, 0644, 0);
+}
+
+int record_rewrite_in_place(int dir_fd, const VolumeRecord *r) {
+        char text[RECORD_FILE_MAX], name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)];
+        _cleanup_close_ int fd = -1;
+        VolumeRecord old;
+        struct stat st;
+        ssize_t w;
+        int n = record_format(r, text, sizeof(text));
+
+        if (n < 0)
+                return n;
+        if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
+                return -EINVAL;
+        (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
+        /* Only our own record of this run: another run's (or a stranger's file) stays as is. */
+        if (record_load_at(dir_fd, name, &old) < 0 || old.pid != r->pid ||
+            old.start_time != r->start_time)
+                return -ESTALE;
+        fd = openat(dir_fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        /* The blocks it has: the new text, and a comment to the old length (a reader parses
+         * comments away); longer than it was does not fit. */
+        if (st.st_size > RECORD_FILE_MAX || (off_t)n + 2 > st.st_size)
+                return -ENOSPC;
+        memset(text + n, ' ', (size_t)(st.st_size - n));
+        text[n] = '#';
+        text[st.st_size - 1] = '\n';
+        w = pwrite(fd, text, (size_t)st.st_size, 0);
+        if (w < 0)
+                return -errno;
+        return w == (ssize_t)st.st_size ? 0 : -EIO;
 }
 
 int record_load_at(int dir_fd, const char *name, VolumeRecord *ret) {

@@ -57,9 +57,11 @@ typedef struct VolumeRecord {
         uint64_t hydrated_bytes;
         uint64_t errors; /* unreadable ranges */
         bool free_space_cold;
-        bool fs_aware;    /* the plan knows metadata and hot paths; without, all is "used" */
-        uint64_t diskseq; /* the kernel's number for this attachment of the disk; 0 unknown */
-        pid_t pid;        /* the ebs-hydrated that wrote it */
+        bool fs_aware;       /* the plan knows metadata and hot paths; without, all is "used" */
+        uint64_t diskseq;    /* the kernel's number for this attachment of the disk; 0 unknown */
+        pid_t pid;           /* the ebs-hydrated that wrote it */
+        uint64_t start_time; /* when it started (proc(5) starttime: clock ticks after boot),
+                              * which tells it from a later process of the same PID; 0 unknown */
 } VolumeRecord;
 
 const char *record_state_to_string(RecordState s);
@@ -84,6 +86,14 @@ int record_parse(const char *text, size_t size, VolumeRecord *ret);
  * one. Returns 0 or -errno.
  */
 int record_save(int dir_fd, const VolumeRecord *r);
+
+/*
+ * record_rewrite_in_place() - when record_save() cannot (a full file system), write @r over the
+ * record of the same run (PID= and START_TIME= as in @r) in the blocks it has: the new text and
+ * a comment padding it to the old length, in one write. -ESTALE when the record there is not
+ * this run's, -ENOSPC when the new text is longer, or another -errno.
+ */
+int record_rewrite_in_place(int dir_fd, const VolumeRecord *r);
 
 /*
  * record_load_at() - read the record @name in @dir_fd: only a regular file of at most

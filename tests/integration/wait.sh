@@ -5,16 +5,17 @@
 # file system, a volume already hydrated (after a "reboot" that empties the runtime directory),
 # an unprivileged caller, runs that end short of the phase, a daemon stopped and started again,
 # timeouts and unknown targets, and a runtime directory others could write to.
-# Usage: wait.sh CASE PATH-TO-ebs-hydrated (ebs-hydratectl beside it)
+# Usage: wait.sh CASE PATH-TO-ebs-hydrated PATH-TO-state-make (ebs-hydratectl beside the first)
 CASES=(started-after phase-order path btrfs-path already-hydrated unprivileged short restart
        timeout-unknown untrusted-runtime-dir progress-line ends-short-of-a-run lock-busy
-       runtime-dir-replaced before-the-disk)
+       runtime-dir-replaced before-the-disk writer-gone record-on-a-full-disk)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
 
 DAEMON=$(wrapped "$2")
 CTL=$(wrapped "$(dirname "$2")/ebs-hydratectl")
+STATE_MAKE=${3:?}
 STATE="$WORK/state"
 CONF="$WORK/conf"
 RT="$WORK/run" # the runtime directory: readable by all, as the unit's is
@@ -251,6 +252,70 @@ case_before_the_disk() {
     wait "$wpid" || rc=$?
     assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
     assert_contains "$(cat "$WORK/wait.out")" "/dev/loop$n: k14 (loop$n): complete reached" "wait's output"
+}
+
+# fake_record KEY STATE PID START-TIME: a record as a run of PID (started at START-TIME) writes
+# it, 64 MiB, half read
+fake_record() {
+    printf '%s\n' "VOLUME_ID=$1" KERNEL_NAME=nvme42n1 DEVICE_NAME= "STATE=$2" PHASE=used \
+        SIZE_BYTES=67108864 HYDRATED_BYTES=33554432 ERRORS=0 FREE_SPACE_COLD=0 FS_AWARE=1 \
+        DISKSEQ=0 "PID=$3" "START_TIME=$4" >"$RT/.$1.tmp"
+    chmod 0644 "$RT/.$1.tmp"
+    mv "$RT/.$1.tmp" "$RT/$1.record"
+}
+
+# Issue 23: a record that says the run goes on, whose writer was killed (no last record): the
+# waiter wakes when the writer ends (its pidfd) and no longer believes it; root goes by what the
+# state file proves, others wait for the next run (exit 5 at the timeout, never "reached").
+# A record whose PID went to another process (another start time) is not believed either.
+case_writer_gone() {
+    local sp st wpid rc=0 out
+    "$STATE_MAKE" "$STATE" k15 $((64 << 20)) $((64 << 20)) complete
+    sleep 1000 &
+    sp=$!
+    st=$(cut -d' ' -f22 "/proc/$sp/stat")
+    fake_record k15 hydrating "$sp" "$st"
+    waitctl --timeout=60 k15 >"$WORK/wait.out" 2>&1 &
+    wpid=$!
+    sleep 1
+    alive "$wpid" || fail "the wait ended while the writer ran: $(cat "$WORK/wait.out")"
+    kill -KILL "$sp"
+    wait "$sp" 2>/dev/null || true
+    gone() { ! alive "$wpid"; }
+    wait_for 5 gone || fail "still waiting 5 s after the writer was killed"
+    wait "$wpid" || rc=$?
+    assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
+    assert_contains "$(cat "$WORK/wait.out")" "k15: k15 (nvme42n1): complete reached" "wait's output"
+    out=$(expect_exit 5 "nobody, with the writer gone" as_nobody "$CTL" --runtime-dir="$RT" \
+        wait --timeout=1 k15)
+    assert_contains "$out" "complete not reached in time" "nobody's message"
+    fake_record k15 hydrating $$ 1 # this shell started long after tick 1
+    out=$(waitctl --timeout=5 k15) || fail "a record of a PID given again was believed: $out"
+}
+
+# Issue 23: the runtime directory's file system fills up while the daemon runs: its last record
+# goes over the old one in place, and never stays "hydrating" for a run that ended.
+case_record_on_a_full_disk() {
+    local dev dpid out
+    mkdir -p "$WORK/small"
+    mount -t tmpfs -o size=64k,mode=0755 tmpfs "$WORK/small" || skip "cannot mount a tmpfs"
+    dev=$(make_ext4_loop 64M)
+    RUNTIME_DIRECTORY="$WORK/small" "$DAEMON" --no-bus --state-dir="$STATE" \
+        --config-dir="$CONF" --progress=never --state-key=k16 --rate-limit=16M "$dev" \
+        >"$WORK/daemon.out" 2>&1 &
+    dpid=$!
+    wait_for 10 test -e "$WORK/small/k16.record" || fail "no record: $(cat "$WORK/daemon.out")"
+    dd if=/dev/zero of="$WORK/small/.fill" bs=4k status=none 2>/dev/null || true
+    wait "$dpid" || fail "daemon exited $?: $(cat "$WORK/daemon.out")"
+    out=$(cat "$WORK/daemon.out")
+    echo "$out"
+    assert_contains "$out" "cannot write its volume record" "daemon's warning"
+    assert_contains "$out" "written over the old one in place" "daemon's last word on the record"
+    grep -qx STATE=completed "$WORK/small/k16.record" ||
+        fail "the record says $(grep STATE= "$WORK/small/k16.record")"
+    out=$(as_nobody "$CTL" --runtime-dir="$WORK/small" wait --timeout=5 k16) ||
+        fail "nobody's wait on the rewritten record exited $?: $out"
+    umount "$WORK/small"
 }
 
 # On a terminal, a progress line on stderr while it waits, cleared at the end; none in a pipe.

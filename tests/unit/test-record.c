@@ -31,6 +31,7 @@ static VolumeRecord sample(void) {
                 .fs_aware = true,
                 .diskseq = 17,
                 .pid = 4242,
+                .start_time = 123456789,
         };
 
         strcpy(r.volume_id, "vol-0123456789abcdef0");
@@ -64,6 +65,7 @@ static void test_round_trip(void **state) {
                         assert_int_equal(back.free_space_cold, r.free_space_cold);
                         assert_true(back.fs_aware);
                         assert_int_equal(back.pid, 4242);
+                        assert_int_equal(back.start_time, 123456789);
                         assert_int_equal(back.diskseq, 17);
                 }
         assert_string_equal(record_phase_to_string(RECORD_PHASE_HOT), "hot-paths");
@@ -190,6 +192,48 @@ static void test_save_and_load(void **state) {
         assert_int_equal(rm_rf(dir), 0);
 }
 
+/* Issue 23: the last record of a run on a full file system goes over the old one, in its
+ * blocks, when it fits; never over another run's record. */
+static void test_rewrite_in_place(void **state) {
+        _cleanup_free_ char *dir = fixture_tmpdir("test-record");
+        _cleanup_close_ int fd = -1;
+        VolumeRecord r = sample(), back;
+        struct stat before, after;
+
+        (void)state;
+        assert_non_null(dir);
+        fd = open(dir, O_RDONLY | O_DIRECTORY);
+        assert_true(fd >= 0);
+        assert_int_equal(record_rewrite_in_place(fd, &r), -ESTALE); /* none yet */
+        assert_int_equal(record_save(fd, &r), 0);
+        assert_int_equal(fstatat(fd, "vol-0123456789abcdef0.record", &before, 0), 0);
+        r.state = RECORD_COMPLETED;
+        r.phase = RECORD_PHASE_DONE;
+        r.hydrated_bytes = r.size_bytes;
+        assert_int_equal(record_rewrite_in_place(fd, &r), 0);
+        assert_int_equal(fstatat(fd, "vol-0123456789abcdef0.record", &after, 0), 0);
+        assert_int_equal(after.st_ino, before.st_ino); /* the same file */
+        assert_int_equal(after.st_size, before.st_size);
+        assert_int_equal(record_load_at(fd, "vol-0123456789abcdef0.record", &back), 0);
+        assert_int_equal(back.state, RECORD_COMPLETED);
+        assert_int_equal(back.phase, RECORD_PHASE_DONE);
+        assert_int_equal(back.hydrated_bytes, r.size_bytes);
+        /* longer than the old one: does not fit */
+        r.errors = UINT64_MAX;
+        r.diskseq = UINT64_MAX;
+        assert_int_equal(record_rewrite_in_place(fd, &r), -ENOSPC);
+        /* another run's (another start time, or another PID): left alone */
+        r = sample();
+        r.start_time++;
+        assert_int_equal(record_rewrite_in_place(fd, &r), -ESTALE);
+        r = sample();
+        r.pid++;
+        assert_int_equal(record_rewrite_in_place(fd, &r), -ESTALE);
+        assert_int_equal(record_load_at(fd, "vol-0123456789abcdef0.record", &back), 0);
+        assert_int_equal(back.state, RECORD_COMPLETED);
+        assert_int_equal(rm_rf(dir), 0);
+}
+
 static void test_name_key(void **state) {
         char key[STATE_KEY_MAX + 1];
 
@@ -204,9 +248,8 @@ static void test_name_key(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_round_trip),
-                cmocka_unit_test(test_parse_refuses),
-                cmocka_unit_test(test_save_and_load),
+                cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_parse_refuses),
+                cmocka_unit_test(test_save_and_load), cmocka_unit_test(test_rewrite_in_place),
                 cmocka_unit_test(test_name_key),
         };
 
