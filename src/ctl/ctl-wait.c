@@ -100,39 +100,139 @@ static size_t mount_holds(const char *mnt, const char *path) {
         return strncmp(path, mnt, n) == 0 && (path[n] == '/' || path[n] == '\0') ? n : 0;
 }
 
+/* The innermost mount that holds a path, as /proc/self/mountinfo says. */
+typedef struct MountInfo {
+        char fstype[64];
+        char source[PATH_MAX];
+        char *options; /* the super block's, unescaped only per option */
+} MountInfo;
+
 /*
- * The block device that the file system holding @path was mounted from, by the mount table:
- * for file systems whose files have an anonymous st_dev (btrfs gives each subvolume one). The
- * innermost mount that holds the path, if its source is a block device; -ENODEV otherwise.
+ * The innermost mount that holds @path, by the mount table: for file systems whose files have
+ * an anonymous st_dev (btrfs gives each subvolume one, overlayfs its own). 0, or -errno.
  */
-static int mount_source(const char *path, dev_t *ret) {
+static int mount_of(const char *path, MountInfo *ret) {
         _cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
         _cleanup_free_ char *line = NULL, *real = realpath(path, NULL);
-        char best[PATH_MAX] = "";
         size_t size = 0, best_len = 0;
-        struct stat st;
 
+        *ret = (MountInfo){};
         if (!f || !real)
                 return -errno;
         while (getline(&line, &size, f) > 0) {
-                char mnt[PATH_MAX], source[PATH_MAX], *sep = strstr(line, " - ");
+                char mnt[PATH_MAX], source[PATH_MAX], fstype[64], *sep = strstr(line, " - ");
+                int options = 0;
                 size_t n;
 
-                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ... */
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE
+                 * SUPER-OPTIONS */
                 if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mnt) != 1 ||
-                    sscanf(sep, " - %*s %4095s", source) != 1)
+                    sscanf(sep, " - %63s %4095s %n", fstype, source, &options) != 2)
                         continue;
                 unescape_octal(mnt);
-                unescape_octal(source);
                 n = mount_holds(mnt, real);
-                if (n > 0 && n >= best_len) { /* the later of two mounts on one point wins */
-                        best_len = n;
-                        memcpy(best, source, sizeof(best));
+                if (n == 0 || n < best_len) /* the later of two mounts on one point wins */
+                        continue;
+                best_len = n;
+                unescape_octal(source);
+                memcpy(ret->source, source, sizeof(ret->source));
+                memcpy(ret->fstype, fstype, sizeof(ret->fstype));
+                free(ret->options);
+                ret->options = strndup(sep + options, strcspn(sep + options, "\n"));
+                if (!ret->options)
+                        return -ENOMEM;
+        }
+        return best_len > 0 ? 0 : -ENODEV;
+}
+
+static int add_path(Target *t, const char *path, unsigned depth);
+
+/* The layers of an overlay mount (upperdir=, lowerdir= with its layers split at ':' but "\:",
+ * lowerdir+= and datadir+=), each as a path whose disks are waited for. */
+static int add_overlay_layers(Target *t, const char *path, char *options, unsigned depth) {
+        static const char *const keys[] = {"upperdir=", "lowerdir=", "lowerdir+=", "datadir+="};
+        unsigned n = 0;
+        int r;
+
+        for (char *opt = strtok(options, ","); opt; opt = strtok(NULL, ",")) {
+                char *v = NULL;
+
+                for (size_t i = 0; i < ELEMENTSOF(keys) && !v; i++)
+                        if (strncmp(opt, keys[i], strlen(keys[i])) == 0)
+                                v = opt + strlen(keys[i]);
+                if (!v)
+                        continue;
+                unescape_octal(v);
+                for (char *layer = v, *end; layer; layer = end) {
+                        char *w = layer;
+
+                        /* one layer: up to an unescaped ':' ("\:" is a ':' in its name) */
+                        for (end = layer; *end && *end != ':'; end++)
+                                *w++ = end[0] == '\\' && end[1] == ':' ? *++end : *end;
+                        end = *end ? end + 1 : NULL;
+                        *w = '\0';
+                        if (!layer[0])
+                                continue;
+                        r = add_path(t, layer, depth + 1);
+                        if (r < 0)
+                                return log_error_errno(r,
+                                                       "%s is on an overlay: its layer %s "
+                                                       "cannot be waited for",
+                                                       path, layer);
+                        n++;
                 }
         }
-        if (best[0] != '/' || stat(best, &st) < 0 || !S_ISBLK(st.st_mode))
-                return -ENODEV;
-        *ret = st.st_rdev;
+        if (n == 0)
+                return log_error_errno(-ENODEV,
+                                       "%s is on an overlay whose layers the mount table does "
+                                       "not name: no volume can be found for it",
+                                       path);
+        return 0;
+}
+
+/* The disks that hold @path (a block device, or a file): the device's, the disk of the file
+ * system's st_dev, or by the mount table the block device it was mounted from, or an overlay's
+ * layers'. 0, or -errno (logged). */
+static int add_path(Target *t, const char *path, unsigned depth) {
+        _cleanup_free_ char *dir = NULL;
+        MountInfo m = {};
+        struct stat st;
+        dev_t devnum;
+        int r;
+
+        if (stat(path, &st) < 0)
+                return log_error_errno(-errno, "%s: %m", path);
+        devnum = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+        if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum), minor(devnum)) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory");
+        r = add_disks_of(t, dir);
+        if (r == -ENOENT && !S_ISBLK(st.st_mode) && mount_of(path, &m) >= 0) {
+                struct stat src;
+
+                if (m.source[0] == '/' && stat(m.source, &src) >= 0 && S_ISBLK(src.st_mode)) {
+                        free(dir);
+                        if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(src.st_rdev),
+                                     minor(src.st_rdev)) < 0)
+                                r = -ENOMEM;
+                        else
+                                r = add_disks_of(t, dir);
+                } else if (strcmp(m.fstype, "overlay") == 0) {
+                        r = depth < 4 ? add_overlay_layers(t, path, m.options, depth)
+                                      : log_error_errno(-ELOOP,
+                                                        "%s: overlays nested too deep to follow",
+                                                        path);
+                        free(m.options);
+                        return r;
+                }
+        }
+        free(m.options);
+        if (r == -ENOMEM)
+                return log_error_errno(r, "Out of memory");
+        if (r < 0)
+                return log_error_errno(-ENODEV,
+                                       "%s is not on a block device (device %u:%u): no volume "
+                                       "can hold it",
+                                       path, major(devnum), minor(devnum));
         return 0;
 }
 
@@ -146,7 +246,6 @@ static int mount_source(const char *path, dev_t *ret) {
 static int resolve_target(Target *t) {
         _cleanup_free_ char *dir = NULL;
         struct stat st;
-        dev_t devnum;
         int r;
 
         if (!strchr(t->arg, '/')) {
@@ -160,33 +259,12 @@ static int resolve_target(Target *t) {
                         t->name = t->arg;
                 return 0;
         }
-        if (stat(t->arg, &st) < 0) {
-                if (errno == ENOENT && strncmp(t->arg, "/dev/", 5) == 0 &&
-                    !strchr(t->arg + 5, '/')) {
-                        t->name = t->arg; /* /dev/sdf: a mapping name without its link */
-                        return 0;
-                }
-                return log_error_errno(-errno, "%s: %m", t->arg);
+        if (stat(t->arg, &st) < 0 && errno == ENOENT && strncmp(t->arg, "/dev/", 5) == 0 &&
+            !strchr(t->arg + 5, '/')) {
+                t->name = t->arg; /* /dev/sdf: a mapping name without its link */
+                return 0;
         }
-        devnum = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-        if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum), minor(devnum)) < 0)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        r = add_disks_of(t, dir);
-        if (r == -ENOENT && !S_ISBLK(st.st_mode) && mount_source(t->arg, &devnum) >= 0) {
-                free(dir);
-                if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum),
-                             minor(devnum)) < 0)
-                        return log_error_errno(-ENOMEM, "Out of memory");
-                r = add_disks_of(t, dir);
-        }
-        if (r == -ENOMEM)
-                return log_error_errno(r, "Out of memory");
-        if (r < 0)
-                return log_error_errno(-ENODEV,
-                                       "%s is not on a block device (device %u:%u): no volume "
-                                       "can hold it",
-                                       t->arg, major(devnum), minor(devnum));
-        return 0;
+        return add_path(t, t->arg, 0);
 }
 
 /* --- what the records and state files say --- */

@@ -8,7 +8,7 @@
 # Usage: wait.sh CASE PATH-TO-ebs-hydrated PATH-TO-state-make (ebs-hydratectl beside the first)
 CASES=(started-after phase-order path btrfs-path already-hydrated unprivileged short restart
        timeout-unknown untrusted-runtime-dir progress-line ends-short-of-a-run lock-busy
-       runtime-dir-replaced before-the-disk writer-gone record-on-a-full-disk)
+       runtime-dir-replaced before-the-disk writer-gone record-on-a-full-disk overlay-path)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -252,6 +252,32 @@ case_before_the_disk() {
     wait "$wpid" || rc=$?
     assert_eq "$rc" 0 "wait's exit status ($(cat "$WORK/wait.out"))"
     assert_contains "$(cat "$WORK/wait.out")" "/dev/loop$n: k14 (loop$n): complete reached" "wait's output"
+}
+
+# Issue 23: a path on overlayfs (a container's root file system) names the disks of its layers;
+# a layer on no block device makes it name no volume, and says which layer.
+case_overlay_path() {
+    local img dev dpid out
+    mkdir -p "$WORK/tree/a/etc" "$WORK/tree/b" "$WORK/mnt" "$WORK/ovl" "$WORK/t" "$WORK/ovl2"
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s 64M "$img"
+    mkfs.ext4 -q -F -d "$WORK/tree" "$img" || skip "mkfs.ext4 cannot populate an image (-d)"
+    dev=$(losetup -f --show --direct-io=on --read-only "$img")
+    mount -o ro,noload "$dev" "$WORK/mnt" || skip "cannot mount the ext4 image read-only"
+    mount -t overlay overlay -o "lowerdir=$WORK/mnt/a:$WORK/mnt/b" "$WORK/ovl" ||
+        skip "cannot mount an overlay"
+    start_daemon "$WORK/daemon.out" --state-key=k17 --rate-limit=64M "$dev"
+    dpid=$DPID
+    out=$(waitctl --timeout=60 "$WORK/ovl/etc") || fail "wait on an overlay path exited $?: $out"
+    assert_contains "$out" "$WORK/ovl/etc: k17 (${dev#/dev/}): complete reached" "output"
+    mount -t tmpfs tmpfs "$WORK/t"
+    mkdir "$WORK/t/x"
+    mount -t overlay overlay -o "lowerdir=$WORK/t/x:$WORK/mnt/a" "$WORK/ovl2"
+    out=$(expect_exit 6 "an overlay with a layer on tmpfs" waitctl --timeout=5 "$WORK/ovl2")
+    assert_contains "$out" "$WORK/ovl2 is on an overlay: its layer $WORK/t/x cannot be waited for" \
+        "message for a layer on no block device"
+    umount "$WORK/ovl2" "$WORK/t" "$WORK/ovl" "$WORK/mnt"
+    wait "$dpid" || fail "daemon exited $?"
 }
 
 # fake_record KEY STATE PID START-TIME: a record as a run of PID (started at START-TIME) writes
