@@ -100,43 +100,77 @@ static unsigned requests_max(const ActivityOurs *ours) {
         return MAX(ours->requests_max, requests_min(ours));
 }
 
+/* How the disk splits a read of ours: as it showed, within what the device allows now (a
+ * sibling that restarted may read in another size); the fewest until it has shown. */
+static unsigned split_of(const Activity *a, const ActivityOurs *ours) {
+        if (a->requests_per_read == 0)
+                return requests_min(ours);
+        return CLAMP(a->requests_per_read, requests_min(ours), requests_max(ours));
+}
+
 /* What the disk counted of our reads in flight: the requests of ours it no longer holds. Until
  * it has shown how it splits a read, each is taken as the fewest requests: a part counted
  * early is then missed (its bytes look like someone else's for a sample), but never half of a
  * deep queue. */
 static uint64_t counted_early(const Activity *a, const DiskStat *st, const ActivityOurs *ours) {
-        unsigned k = a->requests_per_read ? a->requests_per_read : requests_min(ours);
+        unsigned k = split_of(a, ours);
         uint64_t requests = ours->reads * k, held = MIN(st->in_flight, requests);
 
         return (requests - held) * DIV_ROUND_UP(ours->read_bytes, k);
 }
 
+/* Is @x8 eighths within one eighth of @k? */
+static bool near(uint64_t x8, unsigned k) {
+        uint64_t k8 = (uint64_t)k * 8;
+
+        return (x8 > k8 ? x8 - k8 : k8 - x8) <= 1;
+}
+
 /*
- * In a sample where the disk read what we completed (within one read) and that was two reads
- * or more, its completed requests over our reads are how it splits one. The first such sample
- * sets it; another number has to show in ACTIVITY_SPLIT_SAMPLES samples in a row to change it
- * (a part counted early in one sample is one request more in it). True when it changed.
+ * In a sample where the disk read what we completed (within ACTIVITY_SPLIT_SLACK) and that was
+ * two reads or more, its completed requests over our reads are how it splits one, if that is a
+ * whole number (within an eighth) the device allows, and the requests it holds over our reads
+ * in flight (four or more) say the same: someone's small reads beside ours add requests but
+ * hardly any bytes, and make it no whole number, or one out of bounds. The first
+ * such sample sets it (the fewest was a guess); then the same other number in
+ * ACTIVITY_SPLIT_SAMPLES such samples in a row changes it. True when it changed.
  */
 static bool learn_split(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                         uint64_t disk_bytes, uint64_t ours_bytes) {
-        uint64_t ios = delta(st->read_ios, a->last.read_ios), diff;
+        uint64_t ios = delta(st->read_ios, a->last.read_ios), diff, x8;
         unsigned k;
 
-        if (ours->read_bytes == 0 || ours_bytes < 2 * ours->read_bytes || ios == 0 ||
+        if (ours->read_bytes == 0 || ours->read_bytes > UINT64_C(1) << 40 ||
+            ours_bytes / 2 < ours->read_bytes || ios == 0 || ios > UINT64_C(1) << 20 ||
             disk_bytes == 0)
                 return false;
         diff = disk_bytes > ours_bytes ? disk_bytes - ours_bytes : ours_bytes - disk_bytes;
-        if (diff > ours->read_bytes)
+        if (diff > ACTIVITY_SPLIT_SLACK)
                 return false;
-        /* ios / (disk_bytes / read_bytes), rounded */
-        k = (unsigned)MIN((ios * ours->read_bytes + disk_bytes / 2) / disk_bytes,
-                          (uint64_t)UINT_MAX);
-        k = CLAMP(k, requests_min(ours), requests_max(ours));
-        if (k == a->requests_per_read) {
+        /* 8 x ios / (disk_bytes / read_bytes): the split in eighths */
+        x8 = ios * 8 * ours->read_bytes / disk_bytes;
+        k = (unsigned)MIN((x8 + 4) / 8, (uint64_t)UINT_MAX);
+        if (k < requests_min(ours) || k > requests_max(ours) || !near(x8, k))
+                return false;
+        /* and the requests it holds of ours: so many small reads of someone's that their count
+         * makes a whole number too are not in flight together as ours are */
+        if (ours->reads < 4 || ours->reads > UINT64_C(1) << 20 ||
+            !near(MIN(st->in_flight, UINT64_C(1) << 30) * 8 / ours->reads, k))
+                return false;
+        if (k == split_of(a, ours)) {
+                a->requests_per_read = k;
                 a->seen_other = 0;
                 return false;
         }
-        if (a->requests_per_read != 0 && ++a->seen_other < ACTIVITY_SPLIT_SAMPLES)
+        if (a->requests_per_read == 0) { /* the first it shows: the fewest was a guess */
+                a->requests_per_read = k;
+                return true;
+        }
+        if (k != a->seen_split) {
+                a->seen_split = k;
+                a->seen_other = 0;
+        }
+        if (++a->seen_other < ACTIVITY_SPLIT_SAMPLES)
                 return false;
         a->requests_per_read = k;
         a->seen_other = 0;
@@ -145,9 +179,8 @@ static bool learn_split(Activity *a, const DiskStat *st, const ActivityOurs *our
 
 void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                      const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret) {
-        uint64_t disk_bytes;
+        uint64_t disk_bytes, early;
         ActivityStep step;
-        bool split;
 
         *ret = (ActivityFigures){0};
         if (!a->primed) {
@@ -171,13 +204,19 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                 step.written = delta(step.written, allowance->bytes);
         }
         disk_bytes = delta(st->read_sectors, a->last.read_sectors) * 512;
-        split = learn_split(a, st, ours, disk_bytes, step.ours);
-        a->excess += (int64_t)disk_bytes - (int64_t)step.ours;
-        step.theirs = a->excess - (int64_t)counted_early(a, st, ours);
-        if (split) { /* what came before was counted with another split: it starts here */
-                a->window_theirs = step.theirs;
-                a->n_steps = 0;
+        early = counted_early(a, st, ours);
+        if (learn_split(a, st, ours, disk_bytes, step.ours)) {
+                /* What came before was counted with another split: the change of what looks
+                 * counted early is no one's reads, so the window moves with it. */
+                int64_t jump = (int64_t)early - (int64_t)counted_early(a, st, ours);
+
+                a->window_theirs += jump;
+                for (unsigned i = 0; i < a->n_steps; i++)
+                        a->steps[i].theirs += jump;
+                early = counted_early(a, st, ours);
         }
+        a->excess += (int64_t)disk_bytes - (int64_t)step.ours;
+        step.theirs = a->excess - (int64_t)early;
         remember(a, &step);
         figures(a, ret);
         a->last = *st;

@@ -34,7 +34,8 @@
 #define ACTIVITY_READ_SLACK (UINT64_C(256) << 10)  /* what counting cannot tell apart */
 #define ACTIVITY_RATE_SAMPLES 10                   /* figures over one second */
 #define ACTIVITY_SPLIT_SAMPLES 3 /* in a row, to change how a read is split (activity.c) */
-#define ACTIVITY_OP_BYTES (UINT64_C(16) << 10) /* what a write, flush or discard costs */
+#define ACTIVITY_SPLIT_SLACK (UINT64_C(64) << 10) /* others' bytes in a sample that tells it */
+#define ACTIVITY_OP_BYTES (UINT64_C(16) << 10)    /* what a write, flush or discard costs */
 
 /* The fields of /sys/block/<disk>/stat that matter here (Documentation/block/stat.rst). */
 typedef struct DiskStat {
@@ -77,7 +78,8 @@ typedef struct Activity {
         ActivityStep steps[ACTIVITY_RATE_SAMPLES]; /* the last second, oldest first */
         unsigned n_steps;
         unsigned requests_per_read; /* as the disk counted them; 0 not seen yet */
-        unsigned seen_other;        /* samples in a row that counted another number */
+        unsigned seen_split;        /* another number it counted, */
+        unsigned seen_other;        /* in so many samples in a row */
 } Activity;
 
 /* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */

@@ -279,9 +279,14 @@ bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret) {
         uint64_t beat =
                 atomic_load_explicit(&((Page *)s->page)->heartbeat_usec, memory_order_relaxed);
 
+        ActivityOurs reads = ret->reads;
+        uint64_t seq = ret->reads_seq;
+
         if (beat > now_usec + SIBLING_STALE_USEC || now_usec > beat + SIBLING_STALE_USEC)
                 return false;
         *ret = (SiblingView){
+                .reads = reads, /* what was read last stands if the page cannot be read whole */
+                .reads_seq = seq,
                 .saves = atomic_load_explicit(&((Page *)s->page)->saves, memory_order_relaxed),
                 .save_bytes =
                         atomic_load_explicit(&((Page *)s->page)->save_bytes, memory_order_relaxed),

@@ -66,7 +66,8 @@ int sibling_open(Sibling **ret, int runtime_fd, const char *kernel_name, dev_t d
 Sibling *sibling_free(Sibling *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sibling *, sibling_free)
 /* sibling_read() - what @s says now: false when it did not beat within SIBLING_STALE_USEC of
- * @now_usec (gone, or replaced by another file: sibling_open() again). */
+ * @now_usec (gone, or replaced by another file: sibling_open() again). @ret's reads stay as
+ * they were when they cannot be read whole (a writer stopped in the middle of publishing). */
 bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret);
 /* sibling_read_reads() - read @s's reads into @view again; true when they changed since
  * (a disk's counters read meanwhile may be of before or after the change: read them again). */

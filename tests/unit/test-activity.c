@@ -171,6 +171,31 @@ static void test_activity_whole_reads(void **state) {
         assert_true(f.reads > 20.0 * MiB - 2 * ACTIVITY_READ_SLACK && f.reads <= 20.0 * MiB);
 }
 
+static void test_activity_split_not_misled(void **state) {
+        /* Whole reads, and someone's 4 KiB reads beside them, as many as ours: the disk counts
+         * twice the requests of our reads, in hardly more bytes. Not a split of two (which
+         * would make half the deep queue look counted early, and someone's reads appear when
+         * the depth falls): the requests held are one per read. */
+        Disk d = with_reads_in_flight(64);
+        ActivityFigures f;
+
+        d.split = 1;
+        d.st.in_flight = 32;
+        step(&d, 0, 0, 0, &f);
+        for (int i = 0; i < 30; i++) {
+                d.st.read_ios += 8; /* theirs: 8 x 4 KiB */
+                d.st.read_sectors += 8 * 4096 / 512;
+                step(&d, 8 * MiB, 0, 0, &f);
+                assert_true(f.reads < 0.4 * MiB);
+        }
+        d.ours.reads = 4;
+        d.st.in_flight = 4;
+        for (int i = 0; i < 20; i++) {
+                step(&d, 4 * MiB, 0, 0, &f);
+                assert_true(f.reads < 0.4 * MiB);
+        }
+}
+
 static void test_activity_split_changes(void **state) {
         /* The buffer moves into a huge page halfway (khugepaged): two requests a read, then
          * one. A few samples tell, and the change is no one's reads. */
@@ -361,6 +386,7 @@ int main(void) {
                 cmocka_unit_test(test_activity_sees_their_reads),
                 cmocka_unit_test(test_activity_split_reads_are_noise),
                 cmocka_unit_test(test_activity_whole_reads),
+                cmocka_unit_test(test_activity_split_not_misled),
                 cmocka_unit_test(test_activity_split_changes),
                 cmocka_unit_test(test_activity_sibling_in_flight),
                 cmocka_unit_test(test_activity_sees_any_write),
