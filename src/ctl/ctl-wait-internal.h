@@ -65,7 +65,8 @@ typedef struct Watch {
         int parent_wd;   /* the runtime directory's parent, for it to appear, go, or be replaced */
         int dir_wd;      /* the runtime directory, while it is there */
         int state_wd;    /* the state directory (root), or -1 */
-        const char *dir; /* the runtime directory */
+        const char *dir; /* the runtime directory, without a trailing slash */
+        char *dir_buf;
         char *parent;
         const char *base; /* the runtime directory's name in its parent */
 } Watch;

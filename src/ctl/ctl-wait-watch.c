@@ -170,25 +170,35 @@ static int add_name(WaitName **list, size_t *n, size_t *allocated, bool *all, co
  */
 static int watch_dirs(Watch *w) {
         if (w->parent_wd < 0) {
-                w->parent_wd = inotify_add_watch(
-                        w->fd, w->parent, WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
+                w->parent_wd = inotify_add_watch(w->fd, w->parent,
+                                                 WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF |
+                                                         IN_MOVE_SELF | IN_MASK_ADD);
                 if (w->parent_wd < 0 && errno != ENOENT && errno != EACCES)
                         return log_error_errno(-errno, "Cannot watch %s: %m", w->parent);
         }
         w->dir_wd = inotify_add_watch(w->fd, w->dir,
-                                      WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF);
+                                      WATCH_MASK | IN_ONLYDIR | IN_DELETE_SELF | IN_MOVE_SELF |
+                                              IN_MASK_ADD);
         if (w->dir_wd < 0 && errno != ENOENT && errno != ENOTDIR)
                 return log_error_errno(-errno, "Cannot watch %s: %m", w->dir);
         return 0;
 }
 
 int watch_init(Watch *w, const char *dir) {
+        size_t len = strlen(dir);
         char *slash;
 
-        *w = (Watch){.fd = -1, .parent_wd = -1, .dir_wd = -1, .state_wd = -1, .dir = dir};
-        w->parent = strdup(dir);
-        if (!w->parent)
+        *w = (Watch){.fd = -1, .parent_wd = -1, .dir_wd = -1, .state_wd = -1};
+        /* "/run/ebs-hydrate/" is "/run/ebs-hydrate": its parent is /run, its name ebs-hydrate */
+        while (len > 1 && dir[len - 1] == '/')
+                len--;
+        w->dir_buf = strndup(dir, len);
+        w->parent = malloc(MAX(len, (size_t)1) + 1); /* room for "." */
+        if (!w->dir_buf || !w->parent)
                 return log_error_errno(-ENOMEM, "Out of memory");
+        memcpy(w->parent, dir, len);
+        w->parent[len] = '\0';
+        w->dir = dir = w->dir_buf;
         slash = strrchr(w->parent, '/');
         if (!slash) {
                 strcpy(w->parent, ".");
@@ -207,8 +217,9 @@ void watch_done(Watch *w) {
         if (w->fd >= 0)
                 (void)close(w->fd);
         free(w->parent);
+        free(w->dir_buf);
         w->fd = -1;
-        w->parent = NULL;
+        w->parent = w->dir_buf = NULL;
 }
 
 int watch_state_dir(Watch *w, const char *state_dir) {
@@ -216,7 +227,9 @@ int watch_state_dir(Watch *w, const char *state_dir) {
 
         if (fd < 0)
                 return -1;
-        w->state_wd = inotify_add_watch(w->fd, state_dir, IN_MOVED_TO | IN_CLOSE_WRITE);
+        /* IN_MASK_ADD: the state directory may be the runtime directory's parent, one watch */
+        w->state_wd =
+                inotify_add_watch(w->fd, state_dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_MASK_ADD);
         if (w->state_wd < 0)
                 return -1;
         return TAKE_FD(fd);
@@ -240,31 +253,34 @@ static int note_event(Watch *w, const struct inotify_event *e, WaitChanges *c) {
                                 e->name, len - strlen(STATE_SUFFIX)) < 0
                                ? -ENOMEM
                                : 1;
-        if (e->wd == w->parent_wd) {
+        /* The directory first: it may be its own parent's inode too ("." as --runtime-dir). */
+        if (e->wd == w->dir_wd) {
                 if (e->mask & SELF_GONE) {
-                        w->parent_wd = -1; /* looked for again below, else each second */
+                        w->dir_wd = -1;
+                        if (w->parent_wd == e->wd)
+                                w->parent_wd = -1;
                         c->records_all = true;
                         return 1;
                 }
-                /* only the runtime directory's own name matters in its parent (/run is busy) */
-                if (len == 0 || strcmp(e->name, w->base) != 0)
+                if (len == 0 || e->name[0] == '.') /* a temporary file being written */
                         return 0;
-                c->records_all = true;
-                return 1;
+                return add_name(&c->records, &c->n_records, &c->records_allocated, &c->records_all,
+                                e->name, len) < 0
+                               ? -ENOMEM
+                               : 1;
         }
-        if (e->wd != w->dir_wd)
+        if (e->wd != w->parent_wd)
                 return 0;
         if (e->mask & SELF_GONE) {
-                w->dir_wd = -1;
+                w->parent_wd = -1; /* looked for again below, else each second */
                 c->records_all = true;
                 return 1;
         }
-        if (len == 0 || e->name[0] == '.') /* a temporary file being written */
+        /* only the runtime directory's own name matters in its parent (/run is busy) */
+        if (len == 0 || strcmp(e->name, w->base) != 0)
                 return 0;
-        return add_name(&c->records, &c->n_records, &c->records_allocated, &c->records_all, e->name,
-                        len) < 0
-                       ? -ENOMEM
-                       : 1;
+        c->records_all = true;
+        return 1;
 }
 
 int watch_drain(Watch *w, WaitChanges *c) {

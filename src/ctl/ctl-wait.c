@@ -147,39 +147,74 @@ static int mount_of(const char *path, MountInfo *ret) {
 
 static int add_path(Target *t, const char *path, unsigned depth);
 
-/* The layers of an overlay mount (upperdir=, lowerdir= with its layers split at ':' but "\:",
- * lowerdir+= and datadir+=), each as a path whose disks are waited for. */
+/* One layer's path from the mount table's text of it, in place: octal escapes undone, and
+ * "\:" (how overlayfs writes a ':' in a lower layer's name) made ':'. */
+static void layer_unescape(char *s) {
+        char *w = s;
+
+        unescape_octal(s);
+        for (char *r = s; *r; r++)
+                *w++ = r[0] == '\\' && r[1] == ':' ? *++r : *r;
+        *w = '\0';
+}
+
+static int add_layer(Target *t, const char *path, char *layer, unsigned depth, unsigned *n) {
+        int r;
+
+        layer_unescape(layer);
+        if (!layer[0])
+                return 0;
+        r = add_path(t, layer, depth + 1);
+        if (r < 0)
+                return log_error_errno(r, "%s is on an overlay: its layer %s cannot be waited for",
+                                       path, layer);
+        (*n)++;
+        return 0;
+}
+
+/*
+ * The layers of an overlay mount, each as a path whose disks are waited for: upperdir=,
+ * lowerdir+= and datadir+= name one each; lowerdir= several, split at ':' as the mount table
+ * writes it (still escaped: a ':' in a name is "\134:" from older kernels, "\072" from newer
+ * ones, never a bare ':'). @options is the super block's options, cut up in place.
+ */
 static int add_overlay_layers(Target *t, const char *path, char *options, unsigned depth) {
         static const char *const keys[] = {"upperdir=", "lowerdir=", "lowerdir+=", "datadir+="};
+        char *save = NULL;
         unsigned n = 0;
         int r;
 
-        for (char *opt = strtok(options, ","); opt; opt = strtok(NULL, ",")) {
+        for (char *opt = strtok_r(options, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
                 char *v = NULL;
+                size_t key = 0;
 
                 for (size_t i = 0; i < ELEMENTSOF(keys) && !v; i++)
-                        if (strncmp(opt, keys[i], strlen(keys[i])) == 0)
+                        if (strncmp(opt, keys[i], strlen(keys[i])) == 0) {
                                 v = opt + strlen(keys[i]);
+                                key = i;
+                        }
                 if (!v)
                         continue;
-                unescape_octal(v);
-                for (char *layer = v, *end; layer; layer = end) {
-                        char *w = layer;
-
-                        /* one layer: up to an unescaped ':' ("\:" is a ':' in its name) */
-                        for (end = layer; *end && *end != ':'; end++)
-                                *w++ = end[0] == '\\' && end[1] == ':' ? *++end : *end;
-                        end = *end ? end + 1 : NULL;
-                        *w = '\0';
-                        if (!layer[0])
-                                continue;
-                        r = add_path(t, layer, depth + 1);
+                if (key != 1) {
+                        r = add_layer(t, path, v, depth, &n);
                         if (r < 0)
-                                return log_error_errno(r,
-                                                       "%s is on an overlay: its layer %s "
-                                                       "cannot be waited for",
-                                                       path, layer);
-                        n++;
+                                return r;
+                        continue;
+                }
+                for (char *layer = v, *c = v;; c++) {
+                        bool named = *c == ':' && c - layer >= 4 && strncmp(c - 4, "\\134", 4) == 0;
+
+                        if (*c != '\0' && (*c != ':' || named))
+                                continue;
+                        bool last = *c == '\0';
+
+                        *c = '\0';
+                        r = add_layer(t, path, layer, depth, &n);
+                        if (r < 0)
+                                return r;
+                        if (last)
+                                break;
+                        layer = c + 1;
                 }
         }
         if (n == 0)

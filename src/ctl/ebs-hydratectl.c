@@ -8,7 +8,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,45 +412,123 @@ static int cmd_status(const Args *a, char **args) {
         return flush_stdout();
 }
 
-/* @text into what @path is: a regular file (or a link to one: the file, the link stays) is
- * replaced whole; a character device or a FIFO (/dev/null, /dev/stdout) is written to, never
- * replaced by a file; anything else is refused, named. */
+#define OUTPUT_STALL_USEC (10 * USEC_PER_SEC) /* a FIFO or device that takes nothing longer */
+
+/* @size bytes of @buf into @fd (O_NONBLOCK): a reader that stops reading is an error after
+ * OUTPUT_STALL_USEC, not a wait for ever. */
+static int write_nonblocking(int fd, const char *buf, size_t size) {
+        while (size > 0) {
+                ssize_t n = write(fd, buf, size);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN) {
+                        struct pollfd p = {.fd = fd, .events = POLLOUT};
+                        int r = poll(&p, 1, (int)(OUTPUT_STALL_USEC / USEC_PER_MSEC));
+
+                        if (r == 0)
+                                return -ETIMEDOUT;
+                        if (r < 0 && errno != EINTR)
+                                return -errno;
+                        continue;
+                }
+                if (n < 0)
+                        return -errno;
+                buf += n;
+                size -= (size_t)n;
+        }
+        return 0;
+}
+
+/* May a symbolic link at @path be followed? Only one that nobody but the caller and root could
+ * have made or could swap: owned by one of them, in a directory owned by one of them that
+ * others may not write to (or whose sticky bit keeps them from replacing it). */
+static bool link_trusted(const char *path, const struct stat *link, const char **ret_why) {
+        _cleanup_free_ char *copy = strdup(path);
+        struct stat dir;
+
+        if (link->st_uid != geteuid() && link->st_uid != 0) {
+                *ret_why = "it belongs to another user";
+                return false;
+        }
+        if (!copy || stat(dirname(copy), &dir) < 0) {
+                *ret_why = "its directory cannot be looked at";
+                return false;
+        }
+        if ((dir.st_uid != geteuid() && dir.st_uid != 0) ||
+            ((dir.st_mode & 0022) && !(dir.st_mode & S_ISVTX))) {
+                *ret_why = "others may replace it in its directory";
+                return false;
+        }
+        return true;
+}
+
+/*
+ * @text into what @path is: a regular file is replaced whole; a character device or a FIFO
+ * (/dev/null, /dev/stdout) is written to, never replaced by a file; a symbolic link is followed
+ * only if nobody else could have planted it (link_trusted()): to a regular file, that file is
+ * replaced and the link stays; anything else is refused, named.
+ */
 static int write_metrics_to(const char *path, const char *text, size_t size) {
         _cleanup_free_ char *real = NULL;
         _cleanup_close_ int fd = -1;
+        const char *why = NULL;
         struct stat st, lst;
         int r;
 
-        if (stat(path, &st) < 0) {
-                if (errno == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
-                        return log_error_errno(-ENOENT,
-                                               "Failed to write %s: a symbolic link to nothing; "
-                                               "not replacing the link with a file",
+        if (lstat(path, &lst) < 0) { /* not there yet (or not reachable: the write says why) */
+                r = write_file_atomic(path, text, size, 0644);
+                return r < 0 ? log_error_errno(r, "Failed to write %s: %m", path) : 0;
+        }
+        if (S_ISLNK(lst.st_mode)) {
+                if (!link_trusted(path, &lst, &why))
+                        return log_error_errno(-EPERM,
+                                               "Failed to write %s: a symbolic link, not followed "
+                                               "(%s); not replacing it with a file either",
+                                               path, why);
+                if (stat(path, &st) < 0)
+                        return log_error_errno(-errno,
+                                               "Failed to write %s: a symbolic link to nothing "
+                                               "(%m); not replacing the link with a file",
                                                path);
-                /* not there yet (or not reachable: the write says why) */
-        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-                /* O_NONBLOCK: a FIFO nobody reads fails (ENXIO) instead of waiting for ever */
-                fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-                if (fd < 0 && errno == ENXIO && S_ISFIFO(st.st_mode))
-                        return log_error_errno(-ENXIO, "Failed to write %s: a FIFO nobody reads",
-                                               path);
-                if (fd < 0 || fcntl(fd, F_SETFL, 0) < 0)
-                        return log_error_errno(-errno, "Failed to write %s: %m", path);
-                r = write_full_fd(fd, text, size);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to write %s: %m", path);
-                return 0;
-        } else if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+        } else
+                st = lst;
+        if (S_ISREG(st.st_mode)) {
+                if (S_ISLNK(lst.st_mode)) {
+                        real = realpath(path, NULL); /* the file the link names is replaced */
+                        if (!real)
+                                return log_error_errno(-errno, "Failed to write %s: %m", path);
+                }
+                r = write_file_atomic(real ?: path, text, size, 0644);
+                return r < 0 ? log_error_errno(r, "Failed to write %s: %m", path) : 0;
+        }
+        if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
                 return log_error_errno(-EINVAL,
                                        "Failed to write %s: a %s, not a file: not writing metrics "
                                        "over it",
                                        path, S_ISBLK(st.st_mode) ? "block device" : "socket");
-        else if (S_ISREG(st.st_mode) && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-                real = realpath(path, NULL); /* the file the link names is replaced */
-                if (!real)
-                        return log_error_errno(-errno, "Failed to write %s: %m", path);
+        if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) { /* a directory: the rename says so */
+                r = write_file_atomic(path, text, size, 0644);
+                return r < 0 ? log_error_errno(r, "Failed to write %s: %m", path) : 0;
         }
-        r = write_file_atomic(real ?: path, text, size, 0644);
+        /* O_NONBLOCK: a FIFO nobody reads fails (ENXIO) instead of waiting for ever. Followed
+         * only if it was a trusted link above; then what is open must be what was judged. */
+        fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC |
+                                (S_ISLNK(lst.st_mode) ? 0 : O_NOFOLLOW));
+        if (fd < 0 && errno == ENXIO && S_ISFIFO(st.st_mode))
+                return log_error_errno(-ENXIO, "Failed to write %s: a FIFO nobody reads", path);
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to write %s: %m", path);
+        if (fstat(fd, &lst) < 0)
+                return log_error_errno(-errno, "Failed to write %s: %m", path);
+        if (lst.st_dev != st.st_dev || lst.st_ino != st.st_ino)
+                return log_error_errno(-ESTALE, "Failed to write %s: it changed while opened",
+                                       path);
+        r = write_nonblocking(fd, text, size);
+        if (r == -ETIMEDOUT)
+                return log_error_errno(
+                        r, "Failed to write %s: its reader took nothing for %" PRIu64 " s", path,
+                        OUTPUT_STALL_USEC / USEC_PER_SEC);
         if (r < 0)
                 return log_error_errno(r, "Failed to write %s: %m", path);
         return 0;

@@ -89,8 +89,13 @@ void run_publish_record(Run *run, RecordState forced) {
                 r.phase = RECORD_PHASE_DONE;
                 r.free_space_cold = r.hydrated_bytes < r.size_bytes; /* Mode=used */
         }
-        if (record_format(&r, text, sizeof(text)) < 0 || streq_ptr(text, run->record_text))
+        if (record_format(&r, text, sizeof(text)) < 0)
                 return;
+        if (streq_ptr(text, run->record_text)) { /* what is there says it: an older failure
+                                                  * must not be tried over it */
+                run->record_unsaved = false;
+                return;
+        }
         e = record_save(run->runtime_fd, &r);
         if (e == -ENOENT) { /* the directory was removed (or replaced) under us: open it again */
                 (void)close(run->runtime_fd);

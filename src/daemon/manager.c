@@ -535,7 +535,8 @@ static void run_done(Run *run) {
  * for a waiter: @otherwise, unless the state says the volume is hydrated already (then
  * "completed": a service waiting for it may start); nothing while another run holds the volume
  * (the record is that run's). The state directory is only looked at, if it may be trusted: its
- * troubles are not this record's.
+ * troubles are not this record's. @otherwise _RECORD_STATE_INVALID: the run said its last word
+ * itself. Then a record that could not be written is settled (run_settle_record()).
  */
 static void last_record(Run *run, const Args *a, const char *key, RecordState otherwise) {
         _cleanup_free_ char *path = NULL;
@@ -553,14 +554,17 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
                         return;
                 /* A summary: the hydrator still holds its own chunk map, which a second one
                  * would double. */
-                if (state_load_summary(fd, key, &s) >= 0 && streq_ptr(s.key, key) &&
-                    (s.complete || s.used_complete)) {
+                if (otherwise != _RECORD_STATE_INVALID && state_load_summary(fd, key, &s) >= 0 &&
+                    streq_ptr(s.key, key) && (s.complete || s.used_complete)) {
                         run->record.hydrated_bytes = MIN(s.done_bytes, run->record.size_bytes);
-                        run_publish_record(run, RECORD_COMPLETED);
-                        return;
+                        otherwise = RECORD_COMPLETED;
                 }
         }
-        run_publish_record(run, otherwise);
+        if (otherwise != _RECORD_STATE_INVALID)
+                run_publish_record(run, otherwise);
+        /* Still holding the volume (or with no state directory to lock it in): no other run
+         * writes its record meanwhile. */
+        run_settle_record(run);
 }
 
 /*
@@ -572,11 +576,12 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
 static void end_record(Run *run, const Args *a, const char *key, int r) {
         int code = r >= 0 ? r : report_exit_status_errno(r);
 
-        if (r == -EBUSY || code == REPORT_EXIT_COMPLETE)
+        if (r == -EBUSY) /* another run's volume, and its record */
                 return;
         last_record(run, a, key,
-                    code == REPORT_EXIT_USAGE || code == REPORT_EXIT_UNREADABLE ? RECORD_FAILED
-                                                                                : RECORD_STOPPED);
+                    code == REPORT_EXIT_COMPLETE ? _RECORD_STATE_INVALID /* the run's own word */
+                    : code == REPORT_EXIT_USAGE || code == REPORT_EXIT_UNREADABLE ? RECORD_FAILED
+                                                                                  : RECORD_STOPPED);
 }
 
 static int set_up_event_loop(Run *run) {
@@ -648,7 +653,6 @@ int manager_run(const Args *a, int *ret_signal) {
                             ? REPORT_EXIT_FAILED
                             : hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
         end_record(&run, a, key, r);
-        run_settle_record(&run);
         *ret_signal = run.signal;
         return r;
 }

@@ -241,39 +241,46 @@ int record_save(int dir_fd, const VolumeRecord *r) {
 
 int record_rewrite_in_place(int dir_fd, const VolumeRecord *r) {
         char text[RECORD_FILE_MAX], name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)];
+        _cleanup_free_ char *old_text = NULL;
         _cleanup_close_ int fd = -1;
         VolumeRecord old;
         struct stat st;
+        size_t old_size;
         ssize_t w;
-        int n = record_format(r, text, sizeof(text));
+        int n = record_format(r, text, sizeof(text)), e;
 
         if (n < 0)
                 return n;
         if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
                 return -EINVAL;
         (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
-        /* Only our own record of this run: another run's (or a stranger's file) stays as is. */
-        if (record_load_at(dir_fd, name, &old) < 0 || old.pid != r->pid ||
-            old.start_time != r->start_time)
-                return -ESTALE;
-        fd = openat(dir_fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        /* One descriptor for what is checked and what is written over. */
+        fd = openat(dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return -errno;
+                return errno == ENOENT || errno == ELOOP ? -ESTALE : -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+        if (!S_ISREG(st.st_mode) || st.st_size > RECORD_FILE_MAX)
+                return -ESTALE;
+        e = read_full_fd(fd, RECORD_FILE_MAX, &old_text, &old_size);
+        if (e < 0)
+                return e;
+        /* Only our own record of this run: another run's (or a stranger's file) stays as is. */
+        if (record_parse(old_text, old_size, &old) < 0 ||
+            strcmp(old.volume_id, r->volume_id) != 0 || old.pid != r->pid ||
+            old.start_time != r->start_time)
+                return -ESTALE;
         /* The blocks it has: the new text, and a comment to the old length (a reader parses
          * comments away); longer than it was does not fit. */
-        if (st.st_size > RECORD_FILE_MAX || (off_t)n + 2 > st.st_size)
+        if ((size_t)n + 2 > old_size)
                 return -ENOSPC;
-        memset(text + n, ' ', (size_t)(st.st_size - n));
+        memset(text + n, ' ', old_size - (size_t)n);
         text[n] = '#';
-        text[st.st_size - 1] = '\n';
-        w = pwrite(fd, text, (size_t)st.st_size, 0);
+        text[old_size - 1] = '\n';
+        w = pwrite(fd, text, old_size, 0);
         if (w < 0)
                 return -errno;
-        return w == (ssize_t)st.st_size ? 0 : -EIO;
+        return w == (ssize_t)old_size ? 0 : -EIO;
 }
 
 int record_load_at(int dir_fd, const char *name, VolumeRecord *ret) {

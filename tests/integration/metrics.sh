@@ -281,6 +281,23 @@ case_output_not_a_file() {
     [ -L "$dir/link.prom" ] || fail "the link was replaced by a file"
     cmp "$WORK/want.prom" "$dir/real.prom" || fail "the file the link names"
 
+    # A link another user could have planted (in a textfile directory of theirs) is not
+    # followed: root would replace whatever it names.
+    echo secret >"$WORK/secret"
+    mkdir "$WORK/theirs"
+    ln -s "$WORK/secret" "$WORK/theirs/ebs.prom"
+    chown -h nobody "$WORK/theirs" "$WORK/theirs/ebs.prom"
+    out=$(expect_exit 1 "a link of another user's" ctl metrics --output="$WORK/theirs/ebs.prom")
+    assert_contains "$out" "Failed to write $WORK/theirs/ebs.prom: a symbolic link, not followed (it belongs to another user)" \
+        "message for a link of another user's"
+    assert_eq "$(cat "$WORK/secret")" secret "the file another user's link names"
+    chown -h root "$WORK/theirs/ebs.prom"
+    out=$(expect_exit 1 "a link in a directory of another user's" ctl metrics \
+        --output="$WORK/theirs/ebs.prom")
+    assert_contains "$out" "others may replace it in its directory" \
+        "message for a link in a directory of another user's"
+    assert_eq "$(cat "$WORK/secret")" secret "the file the link names"
+
     ln -s nowhere.prom "$dir/dangling.prom"
     out=$(expect_exit 1 "a link to nothing" ctl metrics --output="$dir/dangling.prom")
     assert_contains "$out" "Failed to write $dir/dangling.prom: a symbolic link to nothing" "message for a link to nothing"
