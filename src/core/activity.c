@@ -66,14 +66,39 @@ static void remember(Activity *a, const ActivityStep *step) {
 }
 
 /*
- * The last second, from the steps: what they read, less what counting cannot tell apart. Theirs
- * per second of at least a whole second: in the first samples a journal's one commit, seen
- * over 100 ms, would be ten commits a second.
+ * What they read over the last second, from the steps, less what counting cannot tell apart.
+ * What looks read by someone is a level, and the level of one sample can be off by reads of ours
+ * counted at the disk and not yet by us (or the other way round) that the next sample sets
+ * right: a spike, which at the end of the window (or a dip at its start) would be a second's
+ * worth of someone's reads. So the window ends at the lower of its last two levels and starts at
+ * the higher of its first two, and the rate is over the time between them: a real reader's reads
+ * go on, and show a sample later.
  */
+static double their_reads(const Activity *a, uint64_t usec) {
+        unsigned first = 0, last = a->n_steps - 1;
+        int64_t from = a->window_theirs, to = a->steps[last].theirs, grew;
+        uint64_t between = 0;
+
+        if (a->n_steps >= 2 && a->steps[last - 1].theirs < to)
+                to = a->steps[--last].theirs;
+        if (last >= 1 && a->steps[0].theirs > from) {
+                from = a->steps[0].theirs;
+                first = 1;
+        }
+        for (unsigned i = first; i <= last; i++)
+                between += a->steps[i].span_usec;
+        grew = to - from - (int64_t)ACTIVITY_READ_SLACK;
+        if (grew <= 0 || between == 0)
+                return 0;
+        /* per second of at least a whole second while the window is not: in the first samples
+         * a journal's one commit, seen over 100 ms, would be ten commits a second */
+        return (double)grew * (double)USEC_PER_SEC /
+               (double)(usec >= USEC_PER_SEC ? between : USEC_PER_SEC);
+}
+
+/* The last second, from the steps. Theirs per second of at least a whole second (above). */
 static void figures(const Activity *a, ActivityFigures *ret) {
         uint64_t ours = 0, written = 0, ops = 0, usec = 0, theirs_usec;
-        int64_t grew =
-                a->steps[a->n_steps - 1].theirs - a->window_theirs - (int64_t)ACTIVITY_READ_SLACK;
 
         for (unsigned i = 0; i < a->n_steps; i++) {
                 ours += a->steps[i].ours;
@@ -86,7 +111,7 @@ static void figures(const Activity *a, ActivityFigures *ret) {
         theirs_usec = MAX(usec, USEC_PER_SEC);
         *ret = (ActivityFigures){
                 .ours = (double)ours * (double)USEC_PER_SEC / (double)usec,
-                .reads = (double)MAX(grew, INT64_C(0)) * (double)USEC_PER_SEC / (double)theirs_usec,
+                .reads = their_reads(a, usec),
                 .writes = (double)written * (double)USEC_PER_SEC / (double)theirs_usec,
                 .write_ops = (double)ops * (double)USEC_PER_SEC / (double)theirs_usec,
         };
