@@ -234,6 +234,14 @@ int record_save(int dir_fd, const VolumeRecord *r) {
         if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
                 return -EINVAL;
         (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
+        /* Room for the last record of the run in the same blocks, should the file system be
+         * full by then (record_rewrite_in_place()): a comment pads it to RECORD_PAD_BYTES. */
+        if ((size_t)n + 2 <= RECORD_PAD_BYTES) {
+                memset(text + n, ' ', RECORD_PAD_BYTES - (size_t)n);
+                text[n] = '#';
+                text[RECORD_PAD_BYTES - 1] = '\n';
+                n = RECORD_PAD_BYTES;
+        }
         /* Mode 0644 whatever the umask (the unit's is 0077): the waiters are other users. No
          * fsync: the runtime directory is on tmpfs, and a record does not outlive a boot. */
         return write_file_atomic_at(dir_fd, name, text, (size_t)n, 0644, 0);

@@ -23,6 +23,7 @@
 #define RECORD_SUFFIX ".record"
 #define RECORD_FILE_MAX 4096 /* a record is a few hundred bytes; anything larger is not ours */
 #define RECORD_WORD_MAX 32   /* STATE= and PHASE= values */
+#define RECORD_PAD_BYTES 512 /* a record is written at least this long (record_save()) */
 
 /* What a record says of the run (STATE=). */
 typedef enum RecordState {
@@ -83,7 +84,8 @@ int record_parse(const char *text, size_t size, VolumeRecord *ret);
 /*
  * record_save() - write @r as "<volume_id>.record" in @dir_fd, through a temporary file and a
  * rename (mode 0644; write_file_atomic_at()), so that a reader sees the old record or the new
- * one. Returns 0 or -errno.
+ * one; padded by a comment to RECORD_PAD_BYTES, the room its run's last record needs in place.
+ * Returns 0 or -errno.
  */
 int record_save(int dir_fd, const VolumeRecord *r);
 

@@ -207,6 +207,7 @@ static void test_rewrite_in_place(void **state) {
         assert_int_equal(record_rewrite_in_place(fd, &r), -ESTALE); /* none yet */
         assert_int_equal(record_save(fd, &r), 0);
         assert_int_equal(fstatat(fd, "vol-0123456789abcdef0.record", &before, 0), 0);
+        assert_int_equal(before.st_size, RECORD_PAD_BYTES); /* room for the last one */
         r.state = RECORD_COMPLETED;
         r.phase = RECORD_PHASE_DONE;
         r.hydrated_bytes = r.size_bytes;
@@ -218,9 +219,20 @@ static void test_rewrite_in_place(void **state) {
         assert_int_equal(back.state, RECORD_COMPLETED);
         assert_int_equal(back.phase, RECORD_PHASE_DONE);
         assert_int_equal(back.hydrated_bytes, r.size_bytes);
-        /* longer than the old one: does not fit */
+        /* every number at its longest still fits in the padding ... */
         r.errors = UINT64_MAX;
         r.diskseq = UINT64_MAX;
+        r.size_bytes = r.hydrated_bytes = UINT64_MAX;
+        assert_int_equal(record_rewrite_in_place(fd, &r), 0);
+        /* ... but not in a record as short as its text (an older daemon's) */
+        {
+                char text[RECORD_FILE_MAX];
+                int n = record_format(&r, text, sizeof(text));
+
+                assert_true(n > 0);
+                fixture_write_bytes(dir, "vol-0123456789abcdef0.record", text, (size_t)n);
+        }
+        strcpy(r.device_name, "xvdf-and-more");
         assert_int_equal(record_rewrite_in_place(fd, &r), -ENOSPC);
         /* another run's (another start time, or another PID): left alone */
         r = sample();
