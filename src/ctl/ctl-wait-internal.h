@@ -26,11 +26,16 @@ typedef struct SnapshotEntry {
         WaitName name;
         VolumeRecord record;
         struct timespec mtime; /* which of two records naming one disk is newer */
+        uint64_t targets;      /* which targets its names match (Snapshot.match), as bits */
 } SnapshotEntry;
 
 typedef struct Snapshot {
         SnapshotEntry *items;
         size_t n, allocated;
+        /* Which targets a record's names match, computed once as it is read: a wake-up then
+         * looks at the few records its targets name, not at every one (NULL: all of them). */
+        uint64_t (*match)(const VolumeRecord *r, void *userdata);
+        void *match_data;
 } Snapshot;
 
 void snapshot_clear(Snapshot *s);

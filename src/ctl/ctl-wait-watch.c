@@ -22,7 +22,8 @@
 
 void snapshot_clear(Snapshot *s) {
         free(s->items);
-        *s = (Snapshot){};
+        s->items = NULL;
+        s->n = s->allocated = 0;
 }
 
 static SnapshotEntry *snapshot_find(Snapshot *s, const char *name) {
@@ -84,6 +85,7 @@ static int load_one(Snapshot *s, DIR *d, const struct stat *dst, const char *nam
         }
         e->record = r;
         e->mtime = st.st_mtim;
+        e->targets = s->match ? s->match(&r, s->match_data) : UINT64_MAX;
         return 0;
 }
 
@@ -388,6 +390,10 @@ bool writer_gone(const Writers *w, const VolumeRecord *r) {
         for (size_t i = 0; i < w->n_ended; i++)
                 if (w->ended[i].pid == r->pid && w->ended[i].start_time == r->start_time)
                         return true;
+        /* one with a pidfd is there until the pidfd says otherwise (writers_note_ended()) */
+        for (size_t i = 0; i < w->n; i++)
+                if (w->items[i].pid == r->pid && w->items[i].start_time == r->start_time)
+                        return false;
         return process_gone(r->pid, r->start_time);
 }
 

@@ -43,7 +43,8 @@ typedef struct Target {
         const char *missing; /* a disk of a path that no record names */
         char volumes[256];   /* "vol-1 (nvme1n1)": what it was found to be, for messages */
         uint64_t done_bytes, size_bytes;
-        bool oom; /* a writer could not be noted */
+        bool oom;     /* a writer could not be noted */
+        uint64_t bit; /* this target's in SnapshotEntry.targets */
 } Target;
 
 /* What a judgement reads: the records, the state files' proofs (state_fd -1: none), and where
@@ -324,14 +325,18 @@ static bool record_attached(const VolumeRecord *r) {
 
 /* The newest record that @name names: by its volume id, which no other volume has, or by a
  * kernel or mapping name, then only for the attachment of the disk that is there now. */
-static const VolumeRecord *find_by_name(const Snapshot *s, const char *name, bool kernel_only) {
+static const VolumeRecord *find_by_name(const Snapshot *s, const char *name, bool kernel_only,
+                                        uint64_t bit) {
         const SnapshotEntry *best = NULL;
 
         for (size_t i = 0; i < s->n; i++) {
                 const SnapshotEntry *e = &s->items[i];
                 const VolumeRecord *r = &e->record;
-                bool m = kernel_only ? streq_ptr(r->kernel_name, name) : wait_name_matches(r, name);
+                bool m;
 
+                if (!(e->targets & bit)) /* matches none of this target's names */
+                        continue;
+                m = kernel_only ? streq_ptr(r->kernel_name, name) : wait_name_matches(r, name);
                 if (m && !streq_ptr(r->volume_id, name) && !record_attached(r))
                         continue;
                 if (m && (!best || newer(&e->mtime, &best->mtime)))
@@ -396,7 +401,7 @@ static void judge(Target *t, WaitContext *x, RecordPhase phase) {
         t->volumes[0] = '\0';
         t->done_bytes = t->size_bytes = 0;
         if (t->name) {
-                r = believe(find_by_name(x->snapshot, t->name, false), t->name, x, t, &buf);
+                r = believe(find_by_name(x->snapshot, t->name, false, t->bit), t->name, x, t, &buf);
                 if (!r)
                         return;
                 t->known = true;
@@ -406,7 +411,7 @@ static void judge(Target *t, WaitContext *x, RecordPhase phase) {
         }
         t->missing = NULL;
         for (size_t i = 0; i < t->n_disks; i++) {
-                r = find_by_name(x->snapshot, t->disks[i], true);
+                r = find_by_name(x->snapshot, t->disks[i], true, t->bit);
                 if (!r) {
                         t->missing = t->missing ?: t->disks[i];
                         continue;
@@ -563,6 +568,23 @@ static void waiting_done(Waiting *w) {
                 (void)close(w->state_fd);
 }
 
+/* Which targets the names of @r match: a bit each, the 64th for all from there on. */
+static uint64_t match_targets(const VolumeRecord *r, void *userdata) {
+        const Targets *l = userdata;
+        uint64_t bits = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                const Target *t = &l->items[i];
+                bool m = t->name && wait_name_matches(r, t->name);
+
+                for (size_t j = 0; !m && j < t->n_disks; j++)
+                        m = streq_ptr(r->kernel_name, t->disks[j]);
+                if (m)
+                        bits |= t->bit;
+        }
+        return bits;
+}
+
 /* The records as inotify says they changed: those names only, or all of them again. */
 static int apply_changes(Waiting *w, bool first) {
         WaitChanges *c = &w->changes;
@@ -584,6 +606,9 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
                 .state_fd = -1,
         };
         WaitContext x = {.snapshot = &w.snapshot, .states = &w.states, .writers = &w.writers};
+
+        w.snapshot.match = match_targets;
+        w.snapshot.match_data = &w.targets;
         uint64_t deadline = UINT64_MAX;
         bool look = true, first = true;
 
@@ -593,6 +618,7 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
         }
         for (size_t i = 0; i < n_targets; i++) {
                 w.targets.items[i].arg = targets[i];
+                w.targets.items[i].bit = UINT64_C(1) << MIN(i, (size_t)63);
                 if (!targets[i][0]) {
                         log_error("An empty TARGET names nothing (see --help)");
                         return EXIT_USAGE_ERROR;
