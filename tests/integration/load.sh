@@ -56,8 +56,10 @@ case_sixteen() {
         printf '%-10s %-12s %8s %8s %8s %7s KiB %8s%%\n' "$i" "${devs[$i]}" "$wall" "$user" "$sys" "$rss" "$hyd"
         assert_eq "$("$RIG" hydrated "${NAMES[$i]}" | awk '{ print $1 }')" $((128 << 20)) \
             "bytes in the overlay of instance $i"
-        # Issue 4's memory bound holds with 15 neighbours too (not measurable under valgrind).
-        [ -n "${EBS_HYDRATE_WRAPPER:-}" ] || assert_le "$rss" $((16 * 1024)) "peak RSS of instance $i in KiB"
+        # Issue 4's memory bound holds with 15 neighbours too (not measurable under valgrind,
+        # nor under a sanitizer: ASan's shadow and quarantine put it at 15.6-16.0 MiB).
+        [ -n "${EBS_HYDRATE_WRAPPER:-}" ] || [ -n "${EBS_HYDRATE_SANITIZER:-}" ] ||
+            assert_le "$rss" $((16 * 1024)) "peak RSS of instance $i in KiB"
         total_read=$((total_read + 128))
     done
     awk '{ u += $2; s += $3; m += $4 } END { printf "per instance: %.2f s CPU (user+sys), %.1f MiB peak RSS on average\n", (u + s) / NR, m / NR / 1024 }' "$WORK"/time.*
