@@ -231,7 +231,11 @@ uint64_t hydrator_bytes_read(const Hydrator *h) {
 }
 
 void hydrator_publish_reads(Hydrator *h) {
-        ActivityOurs o = ours(h);
+        ActivityOurs o;
+
+        if (!h->publication) /* no siblings' directory: nothing to tell, at every flush */
+                return;
+        o = ours(h);
 
         sibling_pub_reads(h->publication, &o, hydrator_now_usec());
 }

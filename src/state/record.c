@@ -225,15 +225,22 @@ bool record_name_key(const char *name, char ret_key[static STATE_KEY_MAX + 1]) {
         return true;
 }
 
+/* "<volume_id>.record" into @buf, or -EINVAL for a volume id that is no key. */
+static int record_file_name(const VolumeRecord *r, char *buf, size_t size) {
+        if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
+                return -EINVAL;
+        (void)snprintf(buf, size, "%s%s", r->volume_id, RECORD_SUFFIX);
+        return 0;
+}
+
 int record_save(int dir_fd, const VolumeRecord *r) {
         char text[RECORD_FILE_MAX], name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)];
         int n = record_format(r, text, sizeof(text));
 
         if (n < 0)
                 return n;
-        if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
+        if (record_file_name(r, name, sizeof(name)) < 0)
                 return -EINVAL;
-        (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
         /* Room for the last record of the run in the same blocks, should the file system be
          * full by then (record_rewrite_in_place()): a comment pads it to RECORD_PAD_BYTES. */
         if ((size_t)n + 2 <= RECORD_PAD_BYTES) {
@@ -259,9 +266,8 @@ int record_rewrite_in_place(int dir_fd, const VolumeRecord *r) {
 
         if (n < 0)
                 return n;
-        if (!state_key_valid(r->volume_id, strlen(r->volume_id)))
+        if (record_file_name(r, name, sizeof(name)) < 0)
                 return -EINVAL;
-        (void)snprintf(name, sizeof(name), "%s%s", r->volume_id, RECORD_SUFFIX);
         /* One descriptor for what is checked and what is written over. */
         fd = openat(dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
