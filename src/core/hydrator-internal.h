@@ -107,9 +107,13 @@ struct Hydrator {
  * and sd-event's timer calls at link time (-Wl,--wrap) to drive the hydrator on a fake clock.
  */
 uint64_t hydrator_now_usec(void);
-/* A CLOCK_MONOTONIC timer at @usec, or created disabled for UINT64_MAX. */
+/* A CLOCK_MONOTONIC timer at @usec, or created disabled for UINT64_MAX; it fires up to
+ * HYDRATOR_TIMER_ACCURACY_USEC late, or @accuracy (at least 1 us: 0 is sd-event's 250 ms). */
+#define HYDRATOR_TIMER_ACCURACY_USEC (10 * USEC_PER_MSEC)
 int hydrator_add_timer(Hydrator *h, sd_event_source **ret, uint64_t usec,
                        sd_event_time_handler_t cb);
+int hydrator_add_timer_accurate(Hydrator *h, sd_event_source **ret, uint64_t usec,
+                                uint64_t accuracy, sd_event_time_handler_t cb);
 /* Fires the timer @s once, at @usec. */
 int hydrator_arm_timer(sd_event_source *s, uint64_t usec);
 

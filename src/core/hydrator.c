@@ -273,8 +273,10 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
 
 /*
  * Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer.
- * RateLimit= allows a tenth of a second's burst; the tuner's pace only a request's worth, so
- * that yielding reads arrive evenly, not in bursts the others would wait behind.
+ * RateLimit= allows a tenth of a second's burst; the tuner's pace a request's worth and
+ * HYDRATOR_PACE_CATCH_UP_USEC of the pace, so that yielding reads arrive evenly, not in bursts
+ * the others would wait behind, and yet a timer that fired late (or a loop busy for a moment)
+ * costs no pace: without the catch-up, every late wake-up is time lost for good.
  */
 static bool rate_allows(Hydrator *h, uint64_t bytes) {
         uint64_t now = hydrator_now_usec();
@@ -285,7 +287,9 @@ static bool rate_allows(Hydrator *h, uint64_t bytes) {
                 h->tokens_usec = now;
                 return true;
         }
-        burst = paced ? (double)bytes : MAX((double)bytes, limit / 10.0);
+        burst = paced ? (double)bytes +
+                                limit * (double)HYDRATOR_PACE_CATCH_UP_USEC / (double)USEC_PER_SEC
+                      : MAX((double)bytes, limit / 10.0);
         h->tokens += (double)(now - h->tokens_usec) * limit / (double)USEC_PER_SEC;
         h->tokens = MIN(h->tokens, burst);
         h->tokens_usec = now;
@@ -489,7 +493,8 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         if (r >= 0)
                 r = hydrator_add_timer(h, &h->aio_timer, UINT64_MAX, on_aio_timer);
         if (r >= 0)
-                r = hydrator_add_timer(h, &h->rate_timer, UINT64_MAX, on_wakeup);
+                /* a read every few ms at the pace: on time, not within the others' slack */
+                r = hydrator_add_timer_accurate(h, &h->rate_timer, UINT64_MAX, 1, on_wakeup);
         if (r >= 0)
                 r = hydrator_add_timer(h, &h->checkpoint_timer,
                                        now + HYDRATOR_CHECKPOINT_INTERVAL_USEC,
