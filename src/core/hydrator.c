@@ -273,23 +273,30 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
 
 /*
  * Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer.
- * RateLimit= allows a tenth of a second's burst; the tuner's pace a request's worth and
- * HYDRATOR_PACE_CATCH_UP_USEC of the pace, so that yielding reads arrive evenly, not in bursts
- * the others would wait behind, and yet a timer that fired late (or a loop busy for a moment)
- * costs no pace: without the catch-up, every late wake-up is time lost for good.
+ * RateLimit= allows a tenth of a second's burst. The tuner's pace goes out in batches, one every
+ * HYDRATOR_PACE_BATCH_USEC: the timer waits until a batch's worth has built up. A device
+ * that answers a read only once the reads that came after it are answered too (the rig's FUSE
+ * export nests its requests) never answers a stream of reads spaced closer than its latency
+ * until our queue is full; a batch a period apart is answered a latency later, like any
+ * device's. The bucket keeps HYDRATOR_PACE_CATCH_UP_USEC more, so that a timer that fired late
+ * (or a loop busy for a moment) costs no pace.
  */
 static bool rate_allows(Hydrator *h, uint64_t bytes) {
         uint64_t now = hydrator_now_usec();
         bool paced;
-        double limit = rate_limit(h, &paced), burst;
+        double limit = rate_limit(h, &paced), burst, wait_for = (double)bytes;
 
         if (limit <= 0) {
                 h->tokens_usec = now;
                 return true;
         }
-        burst = paced ? (double)bytes +
-                                limit * (double)HYDRATOR_PACE_CATCH_UP_USEC / (double)USEC_PER_SEC
-                      : MAX((double)bytes, limit / 10.0);
+        if (paced) {
+                wait_for = MAX((double)bytes,
+                               limit * (double)HYDRATOR_PACE_BATCH_USEC / (double)USEC_PER_SEC);
+                burst = wait_for +
+                        limit * (double)HYDRATOR_PACE_CATCH_UP_USEC / (double)USEC_PER_SEC;
+        } else
+                burst = MAX((double)bytes, limit / 10.0);
         h->tokens += (double)(now - h->tokens_usec) * limit / (double)USEC_PER_SEC;
         h->tokens = MIN(h->tokens, burst);
         h->tokens_usec = now;
@@ -299,8 +306,8 @@ static bool rate_allows(Hydrator *h, uint64_t bytes) {
         }
         if (hydrator_arm_timer(
                     h->rate_timer,
-                    now + (uint64_t)(((double)bytes - h->tokens) * (double)USEC_PER_SEC / limit) +
-                            1) < 0)
+                    now + (uint64_t)((wait_for - h->tokens) * (double)USEC_PER_SEC / limit) + 1) <
+            0)
                 hydrator_finish(h, HYDRATOR_FAILED, -ENOMEM);
         return false;
 }

@@ -604,6 +604,20 @@ static uint64_t serve_oldest(uint64_t t) {
         return length;
 }
 
+/* The times at which the reads handed over from the @from'th on, and at @since or later, went
+ * out. */
+static unsigned submit_times(unsigned from, uint64_t since) {
+        unsigned n = 0;
+        uint64_t last = UINT64_MAX;
+
+        for (unsigned i = from; i < n_submitted; i++)
+                if (submitted[i].usec >= since && submitted[i].usec != last) {
+                        last = submitted[i].usec;
+                        n++;
+                }
+        return n;
+}
+
 /*
  * Yield=, through the hydrator: a device that serves 100 MiB/s (a read completes 90 ms after it
  * went out, one every 10 ms at most), alone for 4 s; then someone else reads 25 MiB/s from it,
@@ -611,7 +625,7 @@ static uint64_t serve_oldest(uint64_t t) {
  * the bytes it asked for in the last 3 s (the pace settled: it is halved for a moment while the
  * queue we held alone drains).
  */
-static uint64_t yield_paces(Fixture *f) {
+static uint64_t yield_paces(Fixture *f, unsigned *ret_reads, unsigned *ret_times) {
         uint64_t disk = 0, theirs = 0, asked = 0, ours = 0;
         unsigned from = 0;
 
@@ -639,18 +653,27 @@ static uint64_t yield_paces(Fixture *f) {
                 }
         if (getenv("TUNER_TRACE"))
                 fprintf(stderr,
-                        "asked %" PRIu64 " MiB in %" PRIu64 " reads, yield %u%%, depth %u\n",
-                        asked / MIB, ours, status(f).yield_percent, status(f).depth);
+                        "asked %" PRIu64 " MiB in %" PRIu64 " reads at %u times, yield %u%%, "
+                        "depth %u\n",
+                        asked / MIB, ours, submit_times(from, T0 + 5 * USEC_PER_SEC),
+                        status(f).yield_percent, status(f).depth);
         assert_true(ours > 0);
+        *ret_reads = (unsigned)ours;
+        *ret_times = submit_times(from, T0 + 5 * USEC_PER_SEC);
         return asked;
 }
 
 static void test_hydrator_yield_paces(void **state) {
-        uint64_t asked = yield_paces(*state);
+        unsigned reads, times;
+        uint64_t asked = yield_paces(*state, &reads, &times);
 
         /* 100 MiB/s - 1.5 x 25: 62.5 MiB/s, 187.5 MiB in 3 s (a read of slack) */
         assert_true(asked <= 188 * MIB + MIB);
         assert_true(asked >= 100 * MIB); /* and it does read */
+        /* In batches (HYDRATOR_PACE_BATCH_USEC), not one read at a time: this device answers
+         * one read every 10 ms, and each answer lets one more go, so that not all of them are
+         * batched; one at a time, there are as many times as reads. */
+        assert_true(times <= reads * 9 / 10);
 }
 
 /*
@@ -659,10 +682,11 @@ static void test_hydrator_yield_paces(void **state) {
  * thirds of the pace, which is how the busy-volume benchmark read 40 of its 75 MiB/s.
  */
 static void test_hydrator_yield_pace_late_timers(void **state) {
+        unsigned reads, times;
         uint64_t asked;
 
         timer_late = 9 * USEC_PER_MSEC;
-        asked = yield_paces(*state);
+        asked = yield_paces(*state, &reads, &times);
         timer_late = 0;
         assert_true(asked <= 188 * MIB + MIB);
         assert_true(asked >= 188 * MIB * 9 / 10);
