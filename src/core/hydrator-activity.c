@@ -200,8 +200,7 @@ static void find_state_disks(Hydrator *h) {
                 return;
         }
         if (fstat(h->state_dir_fd, &st) < 0 ||
-            asprintf(&dir, "%s/dev/block/%u:%u", h->sysfs_root, major(st.st_dev),
-                     minor(st.st_dev)) < 0 ||
+            !(dir = sysfs_dev_block(h->sysfs_root, st.st_dev, NULL)) ||
             sysfs_disks_under(dir, add_state_disk, h) < 0)
                 h->n_state_disks = 0; /* not known: every disk */
 }

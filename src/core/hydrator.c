@@ -533,6 +533,7 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
 
 int hydrator_pause(Hydrator *h) {
         unsigned pm;
+        char pmb[FORMAT_PERMILLE_MAX];
 
         if (h->phase == HYDRATOR_LOADED) { /* mapping the file systems: start paused */
                 if (!h->paused)
@@ -549,7 +550,7 @@ int hydrator_pause(Hydrator *h) {
         h->paused = true;
         (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
         (void)sd_event_source_set_enabled(h->retry_timer, SD_EVENT_OFF);
-        log_info("%s: paused at %u.%u%%", h->state->key, pm / 10, pm % 10);
+        log_info("%s: paused at %s%%", h->state->key, format_permille(pmb, pm));
         (void)hydrator_checkpoint(h); /* logged; the timer tries again */
         return 0;
 }

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ebs-hydrate/volume.h>
 #include <string.h>
 
 #include "plan.h"
@@ -16,9 +17,11 @@
 #include "util.h"
 
 static const char *const stage_names[_PLAN_STAGE_MAX + 1] = {
-        [PLAN_STAGE_METADATA] = "metadata", [PLAN_STAGE_HOT] = "hot-paths",
-        [PLAN_STAGE_USED] = "used",         [PLAN_STAGE_FREE] = "free",
-        [_PLAN_STAGE_MAX] = "done",
+        [PLAN_STAGE_METADATA] = EBS_HYDRATE_PHASE_METADATA,
+        [PLAN_STAGE_HOT] = EBS_HYDRATE_PHASE_HOT_PATHS,
+        [PLAN_STAGE_USED] = EBS_HYDRATE_PHASE_USED,
+        [PLAN_STAGE_FREE] = EBS_HYDRATE_PHASE_FREE,
+        [_PLAN_STAGE_MAX] = EBS_HYDRATE_PHASE_DONE,
 };
 
 static const char *const stage_human[_PLAN_STAGE_MAX + 1] = {

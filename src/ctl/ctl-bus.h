@@ -8,7 +8,7 @@
 
 #include <systemd/sd-bus.h>
 
-#include "bus-contract.h"
+#include <ebs-hydrate/bus.h>
 #include "volinfo.h"
 
 /*

@@ -15,9 +15,11 @@ int wait_phase_from_string(const char *s, RecordPhase *ret) {
                 const char *name;
                 RecordPhase phase;
         } names[] = {
-                {"metadata", RECORD_PHASE_METADATA}, {"hot", RECORD_PHASE_HOT},
-                {"hot-paths", RECORD_PHASE_HOT},     {"used", RECORD_PHASE_USED},
-                {"complete", RECORD_PHASE_DONE},
+                {EBS_HYDRATE_PHASE_METADATA, RECORD_PHASE_METADATA},
+                {WAIT_PHASE_HOT, RECORD_PHASE_HOT},
+                {EBS_HYDRATE_PHASE_HOT_PATHS, RECORD_PHASE_HOT},
+                {EBS_HYDRATE_PHASE_USED, RECORD_PHASE_USED},
+                {WAIT_PHASE_COMPLETE, RECORD_PHASE_DONE},
         };
 
         for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
@@ -31,13 +33,13 @@ int wait_phase_from_string(const char *s, RecordPhase *ret) {
 const char *wait_phase_to_string(RecordPhase p) {
         switch (p) {
         case RECORD_PHASE_METADATA:
-                return "metadata";
+                return EBS_HYDRATE_PHASE_METADATA;
         case RECORD_PHASE_HOT:
-                return "hot";
+                return WAIT_PHASE_HOT;
         case RECORD_PHASE_USED:
-                return "used";
+                return EBS_HYDRATE_PHASE_USED;
         case RECORD_PHASE_DONE:
-                return "complete";
+                return WAIT_PHASE_COMPLETE;
         default:
                 return NULL;
         }

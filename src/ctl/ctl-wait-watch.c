@@ -244,15 +244,15 @@ bool watch_blind(const Watch *w) {
 /* One event: what it changed, into @c. */
 static int note_event(Watch *w, const struct inotify_event *e, WaitChanges *c) {
         size_t len = e->len ? strnlen(e->name, e->len) : 0;
+        char key[STATE_KEY_MAX + 1];
 
         if (e->mask & IN_Q_OVERFLOW) {
                 c->records_all = c->states_all = true;
                 return 1;
         }
-        if (e->wd == w->state_wd && len > strlen(STATE_SUFFIX) &&
-            strcmp(e->name + len - strlen(STATE_SUFFIX), STATE_SUFFIX) == 0)
-                return add_name(&c->states, &c->n_states, &c->states_allocated, &c->states_all,
-                                e->name, len - strlen(STATE_SUFFIX)) < 0
+        if (e->wd == w->state_wd && state_key_from_file_name(e->name, len, key))
+                return add_name(&c->states, &c->n_states, &c->states_allocated, &c->states_all, key,
+                                strlen(key)) < 0
                                ? -ENOMEM
                                : 1;
         /* The directory first: it may be its own parent's inode too ("." as --runtime-dir). */

@@ -24,6 +24,7 @@
 #include "ctl-wait-internal.h"
 #include "ctl-wait.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "parse.h"
 #include "progress.h"
 #include "state.h"
@@ -78,20 +79,6 @@ static int add_disks_of(Target *t, const char *dir) {
         return sysfs_disks_under(dir, add_disk_cb, t);
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape_octal(char *s) {
-        char *w = s;
-
-        for (char *r = s; *r; w++)
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-                    r[3] >= '0' && r[3] <= '7') {
-                        *w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
-                        r += 4;
-                } else
-                        *w = *r++;
-        *w = '\0';
-}
-
 /* Does the mount point @mnt hold @path (both absolute, without "..")? */
 static size_t mount_holds(const char *mnt, const char *path) {
         size_t n = strlen(mnt);
@@ -108,42 +95,46 @@ typedef struct MountInfo {
         char *options; /* the super block's, unescaped only per option */
 } MountInfo;
 
+typedef struct MountSearch {
+        const char *path; /* real */
+        size_t best_len;
+        MountInfo *ret;
+} MountSearch;
+
+static int mount_of_cb(const MountEntry *m, void *userdata) {
+        MountSearch *q = userdata;
+        size_t n = mount_holds(m->mount_point, q->path);
+
+        if (n == 0 || n < q->best_len) /* the later of two mounts on one point wins */
+                return 0;
+        if (strlen(m->fstype) >= sizeof(q->ret->fstype) ||
+            strlen(m->source) >= sizeof(q->ret->source))
+                return 0;
+        q->best_len = n;
+        strcpy(q->ret->source, m->source);
+        strcpy(q->ret->fstype, m->fstype);
+        free(q->ret->options);
+        q->ret->options = strdup(m->super_options);
+        return q->ret->options ? 0 : -ENOMEM;
+}
+
 /*
  * The innermost mount that holds @path, by the mount table: for file systems whose files have
  * an anonymous st_dev (btrfs gives each subvolume one, overlayfs its own). 0, or -errno.
  */
 static int mount_of(const char *path, MountInfo *ret) {
-        _cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
-        _cleanup_free_ char *line = NULL, *real = realpath(path, NULL);
-        size_t size = 0, best_len = 0;
+        _cleanup_free_ char *real = realpath(path, NULL);
+        MountSearch q = {.ret = ret};
+        int r;
 
         *ret = (MountInfo){};
-        if (!f || !real)
+        if (!real)
                 return -errno;
-        while (getline(&line, &size, f) > 0) {
-                char mnt[PATH_MAX], source[PATH_MAX], fstype[64], *sep = strstr(line, " - ");
-                int options = 0;
-                size_t n;
-
-                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE
-                 * SUPER-OPTIONS */
-                if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mnt) != 1 ||
-                    sscanf(sep, " - %63s %4095s %n", fstype, source, &options) != 2)
-                        continue;
-                unescape_octal(mnt);
-                n = mount_holds(mnt, real);
-                if (n == 0 || n < best_len) /* the later of two mounts on one point wins */
-                        continue;
-                best_len = n;
-                unescape_octal(source);
-                memcpy(ret->source, source, sizeof(ret->source));
-                memcpy(ret->fstype, fstype, sizeof(ret->fstype));
-                free(ret->options);
-                ret->options = strndup(sep + options, strcspn(sep + options, "\n"));
-                if (!ret->options)
-                        return -ENOMEM;
-        }
-        return best_len > 0 ? 0 : -ENODEV;
+        q.path = real;
+        r = mountinfo_foreach(mount_of_cb, &q);
+        if (r < 0)
+                return r;
+        return q.best_len > 0 ? 0 : -ENODEV;
 }
 
 static int add_path(Target *t, const char *path, unsigned depth);
@@ -153,7 +144,7 @@ static int add_path(Target *t, const char *path, unsigned depth);
 static void layer_unescape(char *s) {
         char *w = s;
 
-        unescape_octal(s);
+        mountinfo_unescape(s);
         for (char *r = s; *r; r++)
                 *w++ = r[0] == '\\' && r[1] == ':' ? *++r : *r;
         *w = '\0';
@@ -239,7 +230,8 @@ static int add_path(Target *t, const char *path, unsigned depth) {
         if (stat(path, &st) < 0)
                 return log_error_errno(-errno, "%s: %m", path);
         devnum = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-        if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(devnum), minor(devnum)) < 0)
+        dir = sysfs_dev_block(NULL, devnum, NULL);
+        if (!dir)
                 return log_error_errno(-ENOMEM, "Out of memory");
         r = add_disks_of(t, dir);
         if (r == -ENOENT && !S_ISBLK(st.st_mode) && mount_of(path, &m) >= 0) {
@@ -247,8 +239,8 @@ static int add_path(Target *t, const char *path, unsigned depth) {
 
                 if (m.source[0] == '/' && stat(m.source, &src) >= 0 && S_ISBLK(src.st_mode)) {
                         free(dir);
-                        if (asprintf(&dir, "%s/dev/block/%u:%u", sysfs_root(), major(src.st_rdev),
-                                     minor(src.st_rdev)) < 0)
+                        dir = sysfs_dev_block(NULL, src.st_rdev, NULL);
+                        if (!dir)
                                 r = -ENOMEM;
                         else
                                 r = add_disks_of(t, dir);
@@ -438,7 +430,7 @@ static void judge(Target *t, WaitContext *x, RecordPhase phase) {
 /* --- watching --- */
 
 static void progress_line(const Target *t, size_t n, RecordPhase phase) {
-        char line[512];
+        char line[512], pmb[FORMAT_PERMILLE_MAX];
         size_t len;
 
         len = (size_t)snprintf(line, sizeof(line), "Waiting for %s:", wait_phase_to_string(phase));
@@ -453,9 +445,9 @@ static void progress_line(const Target *t, size_t n, RecordPhase phase) {
                                                 x->arg);
                 else
                         len += (size_t)snprintf(
-                                line + len, sizeof(line) - len, " %s %u.%u%%;", x->volumes,
-                                progress_permille(x->done_bytes, x->size_bytes) / 10,
-                                progress_permille(x->done_bytes, x->size_bytes) % 10);
+                                line + len, sizeof(line) - len, " %s %s%%;", x->volumes,
+                                format_permille(pmb,
+                                                progress_permille(x->done_bytes, x->size_bytes)));
         }
         if (len > 0 && len <= sizeof(line) && line[len - 1] == ';')
                 line[len - 1] = '\0';

@@ -13,13 +13,20 @@
 
 #include "record.h"
 
-enum {
-        EXIT_USAGE_ERROR = 2,  /* as every ebs-hydratectl command */
-        WAIT_EXIT_SHORT = 3,   /* finished without reaching the phase: failed, unreadable
-                                  ranges, Mode=used for "complete", Enabled=no */
-        WAIT_EXIT_TIMEOUT = 5, /* --timeout passed, every target known */
-        WAIT_EXIT_UNKNOWN = 6, /* a target that names no volume (at once if it never can) */
-};
+#include <ebs-hydrate/exit-status.h>
+
+/* ebs-hydrate/exit-status.h: EBS_HYDRATE_EXIT_USAGE as every ebs-hydratectl command; SHORT:
+ * finished without reaching the phase (failed, unreadable ranges, Mode=used for "complete",
+ * Enabled=no); TIMEOUT: --timeout passed, every target known; UNKNOWN: a target that names no
+ * volume (at once if it never can). */
+#define EXIT_USAGE_ERROR EBS_HYDRATE_EXIT_USAGE
+#define WAIT_EXIT_SHORT EBS_HYDRATE_EXIT_WAIT_SHORT
+#define WAIT_EXIT_TIMEOUT EBS_HYDRATE_EXIT_WAIT_TIMEOUT
+#define WAIT_EXIT_UNKNOWN EBS_HYDRATE_EXIT_WAIT_UNKNOWN
+
+/* --phase's own names besides the stages' (ebs-hydratectl(1)). */
+#define WAIT_PHASE_HOT "hot"
+#define WAIT_PHASE_COMPLETE "complete"
 
 typedef enum WaitVerdict {
         WAIT_PENDING,

@@ -15,6 +15,8 @@
 #include "util.h"
 #include "volinfo-format.h"
 
+#include <ebs-hydrate/metrics.h>
+
 /* --- table --- */
 
 enum {
@@ -63,9 +65,10 @@ static bool volume_moving(const VolumeInfo *v) {
 
 static void row_fill(Row *row, const VolumeInfo *v) {
         unsigned pm = volume_info_permille(v);
+        char pmb[FORMAT_PERMILLE_MAX];
         bool moving = volume_moving(v), figures = volume_info_has_figures(v);
 
-        (void)snprintf(row->hydrated, sizeof(row->hydrated), "%u.%u%%", pm / 10, pm % 10);
+        (void)snprintf(row->hydrated, sizeof(row->hydrated), "%s%%", format_permille(pmb, pm));
         (void)snprintf(row->errors, sizeof(row->errors), "%" PRIu64, v->error_count);
         row->cell[COL_VOLUME] = or_dash(v->volume_id);
         row->cell[COL_DEVICE] = or_dash(v->device);
@@ -176,12 +179,13 @@ static int phases_to_json(const VolumeInfo *v, struct json_object **ret) {
 static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
         _cleanup_json_ struct json_object *o = json_object_new_object();
         unsigned pm = volume_info_permille(v);
+        char pmb[FORMAT_PERMILLE_MAX];
         char percent[16];
 
         if (!o)
                 return -ENOMEM;
         /* One decimal, rounded down as on the table: 42.1, not 42.100000000000001. */
-        (void)snprintf(percent, sizeof(percent), "%u.%u", pm / 10, pm % 10);
+        (void)snprintf(percent, sizeof(percent), "%s", format_permille(pmb, pm));
         if (json_add_string(o, "volume_id", v->volume_id) < 0 ||
             json_add_string(o, "device", v->device) < 0 ||
             json_add_string(o, "device_name", v->device_name) < 0 ||
@@ -269,17 +273,17 @@ static uint64_t running_value(const VolumeInfo *v) {
 }
 
 static const Gauge gauges[] = {
-        {"ebs_hydrate_volume_size_bytes", "Size of the volume in bytes.", size_value, true},
-        {"ebs_hydrate_volume_hydrated_bytes", "Bytes of the volume read at least once.",
+        {EBS_HYDRATE_METRIC_SIZE_BYTES, "Size of the volume in bytes.", size_value, true},
+        {EBS_HYDRATE_METRIC_HYDRATED_BYTES, "Bytes of the volume read at least once.",
          hydrated_value, true},
-        {"ebs_hydrate_volume_rate_bytes_per_second",
-         "Current hydration rate in bytes per second (0 unless running).", rate_value, true},
-        {"ebs_hydrate_volume_eta_seconds",
+        {EBS_HYDRATE_METRIC_RATE, "Current hydration rate in bytes per second (0 unless running).",
+         rate_value, true},
+        {EBS_HYDRATE_METRIC_ETA_SECONDS,
          "Estimated seconds until the volume is hydrated (0 when unknown or not hydrating).",
          eta_value, true},
-        {"ebs_hydrate_volume_errors", "Unreadable ranges recorded for the volume.", errors_value,
+        {EBS_HYDRATE_METRIC_ERRORS, "Unreadable ranges recorded for the volume.", errors_value,
          true},
-        {"ebs_hydrate_volume_running", "1 if an ebs-hydrated instance is hydrating the volume.",
+        {EBS_HYDRATE_METRIC_RUNNING, "1 if an ebs-hydrated instance is hydrating the volume.",
          running_value, false},
 };
 
@@ -309,13 +313,14 @@ static const char *state_current(const VolumeInfo *v) {
 }
 
 static const StateSet state_sets[] = {
-        {"ebs_hydrate_volume_state",
-         "State of the volume: 1 for the current state, 0 for the others.", "state", metric_states,
-         ELEMENTSOF(metric_states), state_current},
-        {"ebs_hydrate_volume_phase",
+        {EBS_HYDRATE_METRIC_STATE,
+         "State of the volume: 1 for the current state, 0 for the others.",
+         EBS_HYDRATE_METRIC_LABEL_STATE, metric_states, ELEMENTSOF(metric_states), state_current},
+        {EBS_HYDRATE_METRIC_PHASE,
          "Phase of the hydration plan being read (done at the end, unknown when not running "
          "and not completed): 1 for the current phase, 0 for the others.",
-         "phase", metric_phases, ELEMENTSOF(metric_phases), volume_info_phase},
+         EBS_HYDRATE_METRIC_LABEL_PHASE, metric_phases, ELEMENTSOF(metric_phases),
+         volume_info_phase},
 };
 
 static void print_label_value(FILE *f, const char *s) {
@@ -345,9 +350,9 @@ static void print_label(FILE *f, const char *sep, const char *name, const char *
 static void print_sample(FILE *f, const char *name, const VolumeInfo *v, const char *label,
                          const char *value, uint64_t sample) {
         fputs(name, f);
-        print_label(f, "{", "volume_id", v->volume_id);
-        print_label(f, ",", "device", v->device);
-        print_label(f, ",", "device_name", v->device_name);
+        print_label(f, "{", EBS_HYDRATE_METRIC_LABEL_VOLUME_ID, v->volume_id);
+        print_label(f, ",", EBS_HYDRATE_METRIC_LABEL_DEVICE, v->device);
+        print_label(f, ",", EBS_HYDRATE_METRIC_LABEL_DEVICE_NAME, v->device_name);
         if (label)
                 print_label(f, ",", label, value);
         fprintf(f, "} %" PRIu64 "\n", sample);

@@ -10,28 +10,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bus-contract.h"
+#include <ebs-hydrate/bus.h>
 #include "state.h"
 #include "util.h"
 
 /* States a running daemon reports (D-Bus State), plus "stopped" for a state file of a volume
  * that is not complete and not running, and "mismatched" for a state file that holds another
  * volume's state (KEY.state whose contents name another key): it has no figures. */
-#define VOLUME_STATE_HYDRATING HYDRATE_BUS_STATE_HYDRATING
-#define VOLUME_STATE_PAUSED HYDRATE_BUS_STATE_PAUSED
-#define VOLUME_STATE_COMPLETED HYDRATE_BUS_STATE_COMPLETED
-#define VOLUME_STATE_FAILED HYDRATE_BUS_STATE_FAILED
-#define VOLUME_STATE_STOPPED "stopped"
-#define VOLUME_STATE_MISMATCHED "mismatched"
+#define VOLUME_STATE_HYDRATING EBS_HYDRATE_STATE_HYDRATING
+#define VOLUME_STATE_PAUSED EBS_HYDRATE_STATE_PAUSED
+#define VOLUME_STATE_COMPLETED EBS_HYDRATE_STATE_COMPLETED
+#define VOLUME_STATE_FAILED EBS_HYDRATE_STATE_FAILED
+#define VOLUME_STATE_STOPPED EBS_HYDRATE_STATE_STOPPED
+#define VOLUME_STATE_MISMATCHED EBS_HYDRATE_STATE_MISMATCHED
 
 /* Phases as the metrics name them: a running daemon's (D-Bus Phase), and "unknown" for what
  * only a stopped run knew (a state file does not say which stage a run stopped in). */
-#define VOLUME_PHASE_METADATA HYDRATE_BUS_PHASE_METADATA
-#define VOLUME_PHASE_HOT_PATHS HYDRATE_BUS_PHASE_HOT_PATHS
-#define VOLUME_PHASE_USED HYDRATE_BUS_PHASE_USED
-#define VOLUME_PHASE_FREE HYDRATE_BUS_PHASE_FREE
-#define VOLUME_PHASE_DONE HYDRATE_BUS_PHASE_DONE
-#define VOLUME_PHASE_UNKNOWN "unknown"
+#define VOLUME_PHASE_METADATA EBS_HYDRATE_PHASE_METADATA
+#define VOLUME_PHASE_HOT_PATHS EBS_HYDRATE_PHASE_HOT_PATHS
+#define VOLUME_PHASE_USED EBS_HYDRATE_PHASE_USED
+#define VOLUME_PHASE_FREE EBS_HYDRATE_PHASE_FREE
+#define VOLUME_PHASE_DONE EBS_HYDRATE_PHASE_DONE
+#define VOLUME_PHASE_UNKNOWN EBS_HYDRATE_PHASE_UNKNOWN
 
 /* One stage of a running daemon's plan (D-Bus PhaseProgress). */
 typedef struct VolumePhase {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "bus-contract.h"
+#include <ebs-hydrate/bus.h>
 #include "hydrator.h"
 #include "util.h"
 

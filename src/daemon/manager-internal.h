@@ -13,7 +13,7 @@
 #include "hydrator.h"
 #include "record.h"
 
-typedef struct Run {
+typedef struct Manager {
         sd_event *event;
         Hydrator *hydrator;
         HydrateBus *bus;
@@ -44,28 +44,28 @@ typedef struct Run {
         bool record_failed;                /* said once */
         bool record_unsaved;               /* the last one could not be written: */
         VolumeRecord record_last;          /* that one, tried again at each publication */
-} Run;
+} Manager;
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC) /* STATUS= and the record, at least */
 #define PHASE_WATCH_USEC (250 * USEC_PER_MSEC)  /* a phase reached is told within this */
 
 /* The progress bar on stderr (--progress): a frame now, the line wiped, a frame every 0.5 s. */
-void run_draw_bar(Run *run);
-void run_clear_bar(Run *run);
-int run_on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata);
+void manager_draw_bar(Manager *run);
+void manager_clear_bar(Manager *run);
+int manager_on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* Copies @s into @dst if it is a record word (printable ASCII, no space, fits), else "". */
-void run_set_record_word(char *dst, size_t size, const char *s);
+void manager_set_record_word(char *dst, size_t size, const char *s);
 
 /* The volume record for ebs-hydratectl wait, written when what it says changed; @forced:
  * the state to say instead of the hydrator's, or _RECORD_STATE_INVALID. */
-void run_publish_record(Run *run, RecordState forced);
-/* run_settle_record() - at the end of the run: if the last record could not be written, try
+void manager_publish_record(Manager *run, RecordState forced);
+/* manager_settle_record() - at the end of the run: if the last record could not be written, try
  * once more, then over the old one in place, and as a last resort remove the old one (it would
  * say "hydrating" for a run that has ended), saying so. */
-void run_settle_record(Run *run);
+void manager_settle_record(Manager *run);
 
 /* STATUS= for systemctl status (a no-op outside systemd), and the record with it. */
-void run_notify_status(Run *run);
-int run_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata);
-int run_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata);
+void manager_notify_status(Manager *run);
+int manager_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata);
+int manager_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata);

@@ -12,7 +12,7 @@
 
 #include "log.h"
 #include "manager-internal.h"
-#include "prepare.h"
+#include "run-inputs.h"
 #include "progress.h"
 #include "report.h"
 
@@ -24,7 +24,7 @@ static unsigned terminal_width(void) {
         return 80;
 }
 
-void run_draw_bar(Run *run) {
+void manager_draw_bar(Manager *run) {
         HydratorStatus st;
         char line[256];
 
@@ -41,21 +41,21 @@ void run_draw_bar(Run *run) {
         run->bar_drawn = true;
 }
 
-void run_clear_bar(Run *run) {
+void manager_clear_bar(Manager *run) {
         if (run->bar_drawn)
                 (void)output_write(STDERR_FILENO, "\r\033[K", 4);
         output_bar_drawn(false);
         run->bar_drawn = false;
 }
 
-int run_on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        run_draw_bar(userdata);
+int manager_on_bar_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_draw_bar(userdata);
         (void)sd_event_source_set_time(s, usec + 500 * USEC_PER_MSEC);
         return 0;
 }
 
 /* Copies @s if it is a record word (printable ASCII, no space, fits), else leaves "". */
-void run_set_record_word(char *dst, size_t size, const char *s) {
+void manager_set_record_word(char *dst, size_t size, const char *s) {
         size_t len = strlen(strempty(s));
 
         dst[0] = '\0';
@@ -71,7 +71,7 @@ void run_set_record_word(char *dst, size_t size, const char *s) {
  * @forced instead unless it is _RECORD_STATE_INVALID. A failure is said once: waiters then wait
  * for the next run, and the hydration goes on.
  */
-void run_publish_record(Run *run, RecordState forced) {
+void manager_publish_record(Manager *run, RecordState forced) {
         VolumeRecord r = run->record;
         char text[RECORD_FILE_MAX];
         HydratorStatus st;
@@ -99,7 +99,7 @@ void run_publish_record(Run *run, RecordState forced) {
         e = record_save(run->runtime_fd, &r);
         if (e == -ENOENT) { /* the directory was removed (or replaced) under us: open it again */
                 (void)close(run->runtime_fd);
-                run->runtime_fd = prepare_runtime_dir(NULL);
+                run->runtime_fd = inputs_runtime_dir(NULL);
                 e = run->runtime_fd < 0 ? run->runtime_fd : record_save(run->runtime_fd, &r);
         }
         if (e < 0) {
@@ -118,7 +118,7 @@ void run_publish_record(Run *run, RecordState forced) {
         run->record_unsaved = false;
 }
 
-void run_settle_record(Run *run) {
+void manager_settle_record(Manager *run) {
         const VolumeRecord *r = &run->record_last;
         char name[STATE_KEY_MAX + sizeof(RECORD_SUFFIX)];
         int e;
@@ -153,7 +153,7 @@ void run_settle_record(Run *run) {
                   r->volume_id, run->runtime_dir ? run->runtime_dir : "the runtime directory");
 }
 
-void run_notify_status(Run *run) {
+void manager_notify_status(Manager *run) {
         HydratorStatus st;
         char line[512];
 
@@ -168,27 +168,27 @@ void run_notify_status(Run *run) {
         else
                 report_status(line, sizeof(line), &st);
         (void)sd_notifyf(false, "STATUS=%s", line);
-        run_publish_record(run, _RECORD_STATE_INVALID);
+        manager_publish_record(run, _RECORD_STATE_INVALID);
         run->last_plan = st.plan;
 }
 
-int run_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        run_notify_status(userdata);
+int manager_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager_notify_status(userdata);
         (void)sd_event_source_set_time(s, usec + STATUS_INTERVAL_USEC);
         return 0;
 }
 
 /* A phase reached is told at once, not at the next status period: ebs-hydratectl wait follows
  * the record. */
-int run_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Run *run = userdata;
+int manager_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *run = userdata;
         HydratorStatus st;
 
         hydrator_get_status(run->hydrator, &st);
         if (st.plan.current != run->last_plan.current ||
             st.plan.mapping != run->last_plan.mapping ||
             st.plan.hot_pending != run->last_plan.hot_pending)
-                run_notify_status(run);
+                manager_notify_status(run);
         (void)sd_event_source_set_time(s, usec + PHASE_WATCH_USEC);
         return 0;
 }

@@ -22,7 +22,7 @@
 #include "manager-internal.h"
 #include "manager.h"
 #include "parse.h"
-#include "prepare.h"
+#include "run-inputs.h"
 #include "process-util.h"
 #include "progress.h"
 #include "report.h"
@@ -37,7 +37,7 @@ static const int stop_signals[] = {
 };
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        Run *run = userdata;
+        Manager *run = userdata;
 
         run->signal = (int)si->ssi_signo;
         log_info("Received %s, saving progress and stopping", strsignal((int)si->ssi_signo));
@@ -53,18 +53,18 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 /* No STOPPING=1 here: systemd would take the exit for a stop and drop the unit to "inactive"
  * despite RemainAfterExit=yes. Only a stop that was asked for (on_signal) says STOPPING. */
 static void on_finished(Hydrator *h, void *userdata) {
-        Run *run = userdata;
+        Manager *run = userdata;
 
         if (!run->already) /* already_hydrated() says it */
-                run_notify_status(run);
+                manager_notify_status(run);
         if (run->bus)
                 hydrate_bus_refresh(run->bus);
         (void)sd_event_exit(run->event, 0);
 }
 
 /* The line on stdout that says how the run ended, for whoever ran it by hand. */
-static void print_summary(Run *run) {
-        char line[2048];
+static void print_summary(Manager *run) {
+        char line[REPORT_SUMMARY_MAX];
         HydratorStatus st;
 
         hydrator_get_status(run->hydrator, &st);
@@ -72,16 +72,16 @@ static void print_summary(Run *run) {
 }
 
 /* The journal record that says how the run ended; journalctl MESSAGE_ID=... finds them all. */
-static void log_outcome(const Run *run, const HydratorStatus *st) {
+static void log_outcome(const Manager *run, const HydratorStatus *st) {
         const char *message_id;
-        char line[1024];
+        char line[REPORT_LINE_MAX];
         int level = report_journal(line, sizeof(line), st, run->devnode, &message_id);
 
         if (level >= 0)
                 log_volume(level, message_id, st->key, run->devnode, "%s", line);
 }
 
-static void log_plan(const Run *run, const char *key, const HydrateSettings *s) {
+static void log_plan(const Manager *run, const char *key, const HydrateSettings *s) {
         char b[_PLAN_STAGE_MAX][FORMAT_BYTES_MAX];
         HydratorStatus st;
 
@@ -97,7 +97,7 @@ static void log_plan(const Run *run, const char *key, const HydrateSettings *s) 
                                                 : "");
 }
 
-static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char *key) {
+static int publish(Manager *run, const Args *a, const DeviceIdentity *id, const char *key) {
         HydrateBusIdentity bid = {key, id->kernel_name, id->device_name};
 
         if (a->no_bus)
@@ -109,7 +109,7 @@ static int publish(Run *run, const Args *a, const DeviceIdentity *id, const char
  * The hydrators of the volumes beside ours hear what we read and when we save (siblings.h), so
  * that they do not yield to us; without the runtime directory they would, and the run goes on.
  */
-static void share(Run *run) {
+static void share(Manager *run) {
         int r = hydrator_share(run->hydrator, run->sysfs_root, run->runtime_fd);
 
         if (r < 0)
@@ -124,7 +124,7 @@ static void share(Run *run) {
  * without them (a sandbox that hides /sys, an odd driver) is still hydrated, at full speed,
  * and the journal says why it will not give way.
  */
-static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettings *settings) {
+static void watch_activity(Manager *run, const BlockDevice *dev, const HydrateSettings *settings) {
         _cleanup_free_ char *path = NULL;
         int r;
 
@@ -151,14 +151,14 @@ static void watch_activity(Run *run, const BlockDevice *dev, const HydrateSettin
 }
 
 /* The state, or the plan of a Mode=used run, says there is nothing to read. */
-static int already_hydrated(Run *run) {
+static int already_hydrated(Manager *run) {
         char cold[FORMAT_BYTES_MAX];
         HydratorStatus st;
         uint64_t n;
 
         if (hydrator_record_complete(run->hydrator) < 0)
                 return REPORT_EXIT_FAILED;
-        run_publish_record(run, RECORD_COMPLETED);
+        manager_publish_record(run, RECORD_COMPLETED);
         hydrator_get_status(run->hydrator, &st);
         n = st.size - st.done_bytes;
         if (n == 0) {
@@ -180,7 +180,7 @@ static int already_hydrated(Run *run) {
 }
 
 /* Ends the event loop with @code, the hydrator stopped (its progress saved) if it reads. */
-static void end_early(Run *run, int code) {
+static void end_early(Manager *run, int code) {
         run->code = code;
         if (run->started)
                 hydrator_stop(run->hydrator);
@@ -189,32 +189,19 @@ static void end_early(Run *run, int code) {
 
 /* The "started" record, then the reads: at once, what the mapping of the file systems reads
  * next (hydrator_read_ahead()); the plan follows the mapping. */
-static int start_reading(Run *run) {
-        const HydrateSettings *settings = run->settings;
+static int start_reading(Manager *run) {
         HydratorStatus st;
-        char depth[64];
-        unsigned pm;
+        char line[REPORT_LINE_MAX];
         int r;
 
         hydrator_get_status(run->hydrator, &st);
-        pm = progress_permille(st.done_bytes, st.size);
-        if (settings->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
-                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st.depth_min, st.depth_max);
-        else
-                (void)snprintf(depth, sizeof(depth), "%u", settings->queue_depth);
-        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, run->key, run->devnode,
-                   "Hydrating %s (%s) from %u.%u%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s",
-                   run->devnode, run->key, pm / 10, pm % 10, depth, st.request_bytes / 1024,
-                   settings->rate_limit ? ", rate limited" : "",
-                   settings->mode == HYDRATE_MODE_USED ? ", Mode=used" : "",
-                   settings->yield ? "" : ", Yield=no");
-        watch_activity(run, run->dev, settings);
+        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_STARTED, run->key, run->devnode, "%s",
+                   report_started(line, sizeof(line), &st, run->key, run->devnode, run->settings));
+        watch_activity(run, run->dev, run->settings);
         r = hydrator_start(run->hydrator, on_finished, run);
         if (r < 0) {
-                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, run->key, run->devnode,
-                           "%s (%s): hydration failed at %u.%u%%: cannot start: %s; progress "
-                           "saved",
-                           run->key, run->devnode, pm / 10, pm % 10, strerror(-r));
+                log_volume(LOG_ERR, LOG_MESSAGE_HYDRATION_FAILED, run->key, run->devnode, "%s",
+                           report_start_failed(line, sizeof(line), &st, run->key, run->devnode, r));
                 return r;
         }
         run->started = true;
@@ -227,7 +214,7 @@ static bool has_hot_paths(const HydrateSettings *s) {
         return p[strspn(p, " \t")] != '\0';
 }
 
-static bool reading(const Run *run) {
+static bool reading(const Manager *run) {
         HydratorStatus st;
 
         hydrator_get_status(run->hydrator, &st);
@@ -236,7 +223,7 @@ static bool reading(const Run *run) {
 
 /* Blocks the mapping reads next: read them now, many at once, so that it finds them warm. */
 static void on_ahead(Discovery *d, const ByteRange *ranges, size_t n, void *userdata) {
-        Run *run = userdata;
+        Manager *run = userdata;
         int r;
 
         if (!reading(run))
@@ -249,7 +236,7 @@ static void on_ahead(Discovery *d, const ByteRange *ranges, size_t n, void *user
 
 /* The new plan leaves nothing to read (Mode=used, a volume whose used blocks are all read): the
  * run ends as "already hydrated", the hydrator stopped with its progress saved. */
-static void check_already(Run *run) {
+static void check_already(Manager *run) {
         if (!hydrator_already_complete(run->hydrator))
                 return;
         run->already = true;
@@ -258,7 +245,7 @@ static void check_already(Run *run) {
 
 /* Plans by @res's layout, or with @with_hot adds its HotPaths= to that plan; ends the run if
  * that fails. */
-static bool replan(Run *run, DiscoveryResult *res, bool with_hot) {
+static bool replan(Manager *run, DiscoveryResult *res, bool with_hot) {
         bool hot = has_hot_paths(run->settings);
         int r;
 
@@ -277,7 +264,7 @@ static bool replan(Run *run, DiscoveryResult *res, bool with_hot) {
         log_plan(run, run->key, run->settings);
         if (!hot || with_hot)
                 check_already(run);
-        run_notify_status(run); /* at once: the phase changed */
+        manager_notify_status(run); /* at once: the phase changed */
         if (run->bus)
                 hydrate_bus_refresh(run->bus);
         return true;
@@ -289,7 +276,7 @@ static bool replan(Run *run, DiscoveryResult *res, bool with_hot) {
  * HotPaths=, the metadata is read while they are found, and the stages after wait for them.
  */
 static void on_mapped(Discovery *d, void *userdata) {
-        Run *run = userdata;
+        Manager *run = userdata;
         DiscoveryResult *res = discovery_result(d);
 
         if (run->planned || !reading(run))
@@ -306,7 +293,7 @@ static void on_mapped(Discovery *d, void *userdata) {
 
 /* HotPaths= resolved too: the hot paths join the plan, after the metadata. */
 static void on_discovered(Discovery *d, void *userdata) {
-        Run *run = userdata;
+        Manager *run = userdata;
         DiscoveryResult *res = discovery_result(d);
 
         on_mapped(d, userdata); /* if its message was lost to a lack of memory */
@@ -322,10 +309,10 @@ static void on_discovered(Discovery *d, void *userdata) {
 }
 
 static void on_discovery_stalled(void *userdata) {
-        run_notify_status(userdata); /* at once, not at the next status period */
+        manager_notify_status(userdata); /* at once, not at the next status period */
 }
 
-static int start_discovery(Run *run) {
+static int start_discovery(Manager *run) {
         _cleanup_free_ char *stat_path = NULL;
         DiscoveryRequest req = {
                 .fd = run->dev->fd,
@@ -357,7 +344,7 @@ static int start_discovery(Run *run) {
 
 /* Everything that can fail before the first read is set up before the "started" record, so
  * that every such record is followed by one that says how the run ended. */
-static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
+static int set_up_reporting(Manager *run, const Args *a, const DeviceIdentity *id) {
         int r;
 
         if (publish(run, a, id, run->key) < 0)
@@ -366,7 +353,7 @@ static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
                    (a->progress == PROGRESS_AUTO && isatty(STDERR_FILENO));
         if (run->bar) {
                 r = sd_event_add_time_relative(run->event, &run->bar_timer, CLOCK_MONOTONIC, 0, 0,
-                                               run_on_bar_timer, run);
+                                               manager_on_bar_timer, run);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(run->bar_timer, SD_EVENT_ON);
                 if (r < 0)
@@ -378,12 +365,12 @@ static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
                 return log_error_errno(r, "Failed to set up the watchdog (WATCHDOG_USEC=%s): %m",
                                        getenv("WATCHDOG_USEC") ?: "");
         r = sd_event_add_time_relative(run->event, &run->status_timer, CLOCK_MONOTONIC,
-                                       STATUS_INTERVAL_USEC, 0, run_on_status_timer, run);
+                                       STATUS_INTERVAL_USEC, 0, manager_on_status_timer, run);
         if (r >= 0)
                 r = sd_event_source_set_enabled(run->status_timer, SD_EVENT_ON);
         if (r >= 0)
                 r = sd_event_add_time_relative(run->event, &run->phase_timer, CLOCK_MONOTONIC,
-                                               PHASE_WATCH_USEC, 0, run_on_phase_timer, run);
+                                               PHASE_WATCH_USEC, 0, manager_on_phase_timer, run);
         if (r >= 0)
                 r = sd_event_source_set_enabled(run->phase_timer, SD_EVENT_ON);
         if (r < 0)
@@ -391,9 +378,10 @@ static int set_up_reporting(Run *run, const Args *a, const DeviceIdentity *id) {
         return 0;
 }
 
-static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,
+static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const DeviceIdentity *id,
                    const char *key, int dir_fd, const HydrateSettings *settings) {
         _cleanup_close_ int lock_fd = -1;
+        char line[REPORT_LINE_MAX];
         HydratorStatus st;
         uint64_t stalled;
         int r;
@@ -441,7 +429,7 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
         if (r < 0)
                 return log_error_errno(r, "Failed to plan the hydration of %s: %m", key);
         /* Before READY=1: once "systemctl start" returns, waiters see this run, not the last. */
-        run_publish_record(run, _RECORD_STATE_INVALID);
+        manager_publish_record(run, _RECORD_STATE_INVALID);
         /* State loaded, bus name owned: ready. Mapping the file systems reads the device, and a
          * cold volume takes its time over it (or a broken one forever): it runs in a thread of
          * its own, and the event loop, for the reads, STATUS=, the watchdog, the bus and
@@ -451,47 +439,43 @@ static int hydrate(Run *run, const Args *a, const BlockDevice *dev, const Device
                 return REPORT_EXIT_FAILED;
         if (start_reading(run) < 0)
                 return REPORT_EXIT_FAILED;
-        run_notify_status(run);
+        manager_notify_status(run);
         r = sd_event_loop(run->event);
         stalled = discovery_stalled_usec(run->discovery);
         run->discovery = discovery_free(run->discovery); /* one stuck in the device is let go */
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
-                run_publish_record(run, RECORD_FAILED);
+                manager_publish_record(run, RECORD_FAILED);
                 return REPORT_EXIT_FAILED;
         }
         if (run->code >= 0) {
                 if (run->code != REPORT_EXIT_COMPLETE)
-                        run_publish_record(run, RECORD_FAILED);
+                        manager_publish_record(run, RECORD_FAILED);
                 return run->code;
         }
         if (run->already)
                 return already_hydrated(run);
         if (!run->started) { /* stopped before the hydrator could start */
-                run_publish_record(run, RECORD_STOPPED);
-                (void)sd_notifyf(false,
-                                 "STATUS=%s: stopped while mapping the file systems, "
-                                 "nothing read%s",
-                                 key, stalled > 0 ? "; waiting for the stalled device" : "");
+                manager_publish_record(run, RECORD_STOPPED);
+                (void)sd_notifyf(
+                        false, "STATUS=%s",
+                        report_stopped_mapping(line, sizeof(line), key, true, stalled > 0));
                 if (stalled > 0)
                         log_warning("%s: %s holds the reads of the file-system discovery, and "
                                     "the kernel lets this process exit only when they return",
                                     key, run->devnode);
-                (void)output_printf(STDOUT_FILENO,
-                                    "%s: stopped while mapping the file systems, before reading; "
-                                    "nothing to save\n",
-                                    key);
+                (void)output_printf(STDOUT_FILENO, "%s\n",
+                                    report_stopped_mapping(line, sizeof(line), key, false, false));
                 return REPORT_EXIT_FAILED;
         }
-        run_draw_bar(run);
-        run_clear_bar(run);
-        run_publish_record(run, _RECORD_STATE_INVALID);
+        manager_draw_bar(run);
+        manager_clear_bar(run);
+        manager_publish_record(run, _RECORD_STATE_INVALID);
         hydrator_get_status(run->hydrator, &st);
         /* The journal first: the terminal may be gone (a closed pipe, a full one), the record
          * of how the run ended must not go with it. */
         if (st.depth_auto && st.run_bytes > 0)
-                log_info("%s: queue depth %u at the end (auto, %u changes; mean latency %.1f ms)",
-                         key, st.depth, st.depth_changes, (double)st.latency_usec / 1000.0);
+                log_info("%s", report_depth_at_end(line, sizeof(line), &st));
         log_outcome(run, &st);
         if (st.stalled_usec > 0 && st.in_flight > 0)
                 log_warning("%s: progress saved; %s still holds %u read%s, and the kernel lets "
@@ -516,7 +500,7 @@ void manager_block_signals(void) {
         sigprocmask(SIG_BLOCK, &ss, NULL);
 }
 
-static void run_done(Run *run) {
+static void manager_done(Manager *run) {
         discovery_free(run->discovery);
         hydrate_bus_free(run->bus);   /* borrows the hydrator */
         hydrator_free(run->hydrator); /* waits for reads in flight; the state is already saved */
@@ -536,9 +520,9 @@ static void run_done(Run *run) {
  * "completed": a service waiting for it may start); nothing while another run holds the volume
  * (the record is that run's). The state directory is only looked at, if it may be trusted: its
  * troubles are not this record's. @otherwise _RECORD_STATE_INVALID: the run said its last word
- * itself. Then a record that could not be written is settled (run_settle_record()).
+ * itself. Then a record that could not be written is settled (manager_settle_record()).
  */
-static void last_record(Run *run, const Args *a, const char *key, RecordState otherwise) {
+static void last_record(Manager *run, const Args *a, const char *key, RecordState otherwise) {
         _cleanup_free_ char *path = NULL;
         StateSummary s;
         _cleanup_close_ int fd = -1, lock_fd = -1;
@@ -546,7 +530,7 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
 
         if (run->runtime_fd < 0)
                 return;
-        if (prepare_state_dir_path(a, &path) >= 0)
+        if (inputs_state_dir_path(a, &path) >= 0)
                 fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0 && fstat(fd, &st) >= 0 && state_dir_verdict(&st, geteuid()) == 0) {
                 lock_fd = state_lock(fd, key);
@@ -561,10 +545,10 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
                 }
         }
         if (otherwise != _RECORD_STATE_INVALID)
-                run_publish_record(run, otherwise);
+                manager_publish_record(run, otherwise);
         /* Still holding the volume (or with no state directory to lock it in): no other run
          * writes its record meanwhile. */
-        run_settle_record(run);
+        manager_settle_record(run);
 }
 
 /*
@@ -573,7 +557,7 @@ static void last_record(Run *run, const Args *a, const char *key, RecordState ot
  * run that failed (Restart=on-failure) and udev one whose volume comes back, and the next run
  * resumes ("stopped"). Nothing when another run holds the volume.
  */
-static void end_record(Run *run, const Args *a, const char *key, int r) {
+static void end_record(Manager *run, const Args *a, const char *key, int r) {
         int code = r >= 0 ? r : report_exit_status_errno(r);
 
         if (r == -EBUSY) /* another run's volume, and its record */
@@ -584,7 +568,7 @@ static void end_record(Run *run, const Args *a, const char *key, int r) {
                                                                                   : RECORD_STOPPED);
 }
 
-static int set_up_event_loop(Run *run) {
+static int set_up_event_loop(Manager *run) {
         int r;
 
         r = sd_event_default(&run->event);
@@ -602,14 +586,14 @@ int manager_run(const Args *a, int *ret_signal) {
          * for its reads), then the device and the state directory it used. */
         _cleanup_(block_device_close) BlockDevice dev = {.fd = -1};
         _cleanup_close_ int dir_fd = -1;
-        _cleanup_(run_done) Run run = {.sysfs_root = sysfs_root(), .runtime_fd = -1};
+        _cleanup_(manager_done) Manager run = {.sysfs_root = sysfs_root(), .runtime_fd = -1};
         DeviceIdentity id;
         HydrateSettings settings;
         char key[STATE_KEY_MAX + 1];
         int r;
 
         *ret_signal = 0;
-        r = prepare_device(a, run.sysfs_root, &dev);
+        r = inputs_device(a, run.sysfs_root, &dev);
         if (r < 0)
                 return r;
         r = identity_resolve(run.sysfs_root, dev.kernel_name, &id);
@@ -621,21 +605,23 @@ int manager_run(const Args *a, int *ret_signal) {
                 snprintf(id.kernel_name, sizeof(id.kernel_name), "%s", dev.kernel_name);
         }
         snprintf(run.devnode, sizeof(run.devnode), "/dev/%s", dev.kernel_name);
-        r = prepare_state_key(a, &id, key, sizeof(key));
+        r = inputs_state_key(a, &id, key, sizeof(key));
         if (r < 0)
                 return r;
         /* From here on a waiter hears how the run ended, whatever stops it (end_record()). */
-        run.runtime_fd = prepare_runtime_dir(&run.runtime_dir);
+        run.runtime_fd = inputs_runtime_dir(&run.runtime_dir);
         run.record = (VolumeRecord){.size_bytes = dev.size, .pid = getpid()};
         /* with the PID, it tells this process from a later one of the same PID */
         (void)process_start_time(0, &run.record.start_time);
-        run_set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
-        run_set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name), id.kernel_name);
-        run_set_record_word(run.record.device_name, sizeof(run.record.device_name), id.device_name);
+        manager_set_record_word(run.record.volume_id, sizeof(run.record.volume_id), key);
+        manager_set_record_word(run.record.kernel_name, sizeof(run.record.kernel_name),
+                                id.kernel_name);
+        manager_set_record_word(run.record.device_name, sizeof(run.record.device_name),
+                                id.device_name);
         /* Which attachment of the disk this is: a record of another volume once attached under
          * the same kernel name must not answer for this one (0 on kernels without it). */
         (void)sysfs_disk_seq(dev.kernel_name, &run.record.diskseq);
-        r = prepare_settings(a, &id, &settings);
+        r = inputs_settings(a, &id, &settings);
         if (r >= 0 && !settings.enabled) {
                 last_record(&run, a, key, RECORD_DISABLED);
                 (void)output_printf(STDOUT_FILENO,
@@ -647,7 +633,7 @@ int manager_run(const Args *a, int *ret_signal) {
                 return REPORT_EXIT_COMPLETE;
         }
         if (r >= 0)
-                r = dir_fd = prepare_state_dir(a, &run.state_dir);
+                r = dir_fd = inputs_state_dir(a, &run.state_dir);
         if (r >= 0)
                 r = set_up_event_loop(&run) < 0
                             ? REPORT_EXIT_FAILED

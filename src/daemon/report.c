@@ -16,7 +16,7 @@
 #include "progress.h"
 #include "log.h"
 #include "report.h"
-#include "bus-contract.h"
+#include <ebs-hydrate/bus.h>
 
 /* Unreadable ranges named in a line: enough to find them in the kernel log. */
 #define REPORT_BAD_RANGES_SHOWN 3
@@ -113,24 +113,25 @@ static bool format_used_complete(char *buf, size_t size, const HydratorStatus *s
 char *report_status(char *buf, size_t size, const HydratorStatus *st) {
         char total[FORMAT_BYTES_MAX];
         unsigned pm = progress_permille(st->done_bytes, st->size);
+        char pmb[FORMAT_PERMILLE_MAX];
 
         format_bytes(total, sizeof(total), st->size);
         switch (st->phase) {
         case HYDRATOR_LOADED:
-                snprintf(buf, size, "%s: %u.%u%% hydrated (of %s), starting", st->key, pm / 10,
-                         pm % 10, total);
+                snprintf(buf, size, "%s: %s%% hydrated (of %s), starting", st->key,
+                         format_permille(pmb, pm), total);
                 break;
         case HYDRATOR_HYDRATING:
                 if (st->paused) {
-                        snprintf(buf, size, "%s: paused at %u.%u%% hydrated (of %s)", st->key,
-                                 pm / 10, pm % 10, total);
+                        snprintf(buf, size, "%s: paused at %s%% hydrated (of %s)", st->key,
+                                 format_permille(pmb, pm), total);
                         break;
                 }
                 if (st->waiting_for_aio) {
                         snprintf(buf, size,
-                                 "%s: %u.%u%% hydrated (of %s); waiting for asynchronous I/O: "
+                                 "%s: %s%% hydrated (of %s); waiting for asynchronous I/O: "
                                  "fs.aio-max-nr is used up, trying again every %" PRIu64 " s",
-                                 st->key, pm / 10, pm % 10, total,
+                                 st->key, format_permille(pmb, pm), total,
                                  HYDRATOR_AIO_RETRY_USEC / USEC_PER_SEC);
                         break;
                 }
@@ -138,9 +139,9 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                         char done[FORMAT_BYTES_MAX];
 
                         snprintf(buf, size,
-                                 "%s: %u.%u%% hydrated (%s of %s); device stalled, no read "
+                                 "%s: %s%% hydrated (%s of %s); device stalled, no read "
                                  "completed for %" PRIu64 " s",
-                                 st->key, pm / 10, pm % 10,
+                                 st->key, format_permille(pmb, pm),
                                  format_bytes(done, sizeof(done), st->done_bytes), total,
                                  st->stalled_usec / USEC_PER_SEC);
                         break;
@@ -160,37 +161,37 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                 break;
         case HYDRATOR_UNREADABLE: {
                 size_t n = (size_t)snprintf(buf, size,
-                                            "%s: finished, %u.%u%% hydrated (of %s); %zu "
+                                            "%s: finished, %s%% hydrated (of %s); %zu "
                                             "unreadable range%s (bytes)",
-                                            st->key, pm / 10, pm % 10, total, st->n_bad,
+                                            st->key, format_permille(pmb, pm), total, st->n_bad,
                                             st->n_bad == 1 ? "" : "s");
 
                 (void)append_bad_ranges(buf, size, MIN(n, size - 1), st);
                 break;
         }
         case HYDRATOR_FAILED:
-                snprintf(buf, size, "%s: failed at %u.%u%% hydrated (of %s): %s; %s", st->key,
-                         pm / 10, pm % 10, total, report_failure_reason(st->error),
+                snprintf(buf, size, "%s: failed at %s%% hydrated (of %s): %s; %s", st->key,
+                         format_permille(pmb, pm), total, report_failure_reason(st->error),
                          st->unsaved ? "the state file could not be saved" : "progress saved");
                 break;
         case HYDRATOR_DETACHED:
                 snprintf(buf, size,
-                         "%s: device detached at %u.%u%% hydrated (of %s); progress saved, "
+                         "%s: device detached at %s%% hydrated (of %s); progress saved, "
                          "resumes when it is back",
-                         st->key, pm / 10, pm % 10, total);
+                         st->key, format_permille(pmb, pm), total);
                 break;
         case HYDRATOR_STOPPED:
                 if (st->stalled_usec > 0 && st->in_flight > 0) {
                         /* The kernel keeps the process until the device returns them. */
                         snprintf(buf, size,
-                                 "%s: stopped at %u.%u%% hydrated (of %s); progress saved; "
+                                 "%s: stopped at %s%% hydrated (of %s); progress saved; "
                                  "waiting for the stalled device to return %u read%s",
-                                 st->key, pm / 10, pm % 10, total, st->in_flight,
+                                 st->key, format_permille(pmb, pm), total, st->in_flight,
                                  st->in_flight == 1 ? "" : "s");
                         break;
                 }
-                snprintf(buf, size, "%s: stopped at %u.%u%% hydrated (of %s); progress saved",
-                         st->key, pm / 10, pm % 10, total);
+                snprintf(buf, size, "%s: stopped at %s%% hydrated (of %s); progress saved", st->key,
+                         format_permille(pmb, pm), total);
                 break;
         }
         return buf;
@@ -200,6 +201,7 @@ char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
                             uint64_t stalled_usec) {
         char total[FORMAT_BYTES_MAX];
         unsigned pm = progress_permille(st->done_bytes, st->size);
+        char pmb[FORMAT_PERMILLE_MAX];
 
         format_bytes(total, sizeof(total), st->size);
         if (st->phase == HYDRATOR_STOPPED && st->run_bytes == 0)
@@ -207,18 +209,18 @@ char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
                          st->key, stalled_usec > 0 ? "; waiting for the stalled device" : "");
         else if (st->phase == HYDRATOR_STOPPED)
                 snprintf(buf, size,
-                         "%s: stopped at %u.%u%% hydrated (of %s) while mapping the file systems; "
+                         "%s: stopped at %s%% hydrated (of %s) while mapping the file systems; "
                          "progress saved%s",
-                         st->key, pm / 10, pm % 10, total,
+                         st->key, format_permille(pmb, pm), total,
                          stalled_usec > 0 ? "; waiting for the stalled device" : "");
         else if (stalled_usec > 0)
                 snprintf(buf, size,
-                         "%s: %u.%u%% hydrated (of %s), mapping the file systems; device stalled, "
+                         "%s: %s%% hydrated (of %s), mapping the file systems; device stalled, "
                          "no read completed for %" PRIu64 " s",
-                         st->key, pm / 10, pm % 10, total, stalled_usec / USEC_PER_SEC);
+                         st->key, format_permille(pmb, pm), total, stalled_usec / USEC_PER_SEC);
         else
-                snprintf(buf, size, "%s: %s%u.%u%% hydrated (of %s), mapping the file systems",
-                         st->key, st->paused ? "paused at " : "", pm / 10, pm % 10, total);
+                snprintf(buf, size, "%s: %s%s%% hydrated (of %s), mapping the file systems",
+                         st->key, st->paused ? "paused at " : "", format_permille(pmb, pm), total);
         return buf;
 }
 
@@ -259,8 +261,10 @@ char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
                                                   : "");
         } else if (st->phase != HYDRATOR_COMPLETE) {
                 unsigned pm = progress_permille(st->done_bytes, st->size);
+                char pmb[FORMAT_PERMILLE_MAX];
 
-                n += (size_t)snprintf(buf + n, size - n, ", %u.%u%% hydrated", pm / 10, pm % 10);
+                n += (size_t)snprintf(buf + n, size - n, ", %s%% hydrated",
+                                      format_permille(pmb, pm));
         }
         n = MIN(n, size - 1);
         if (st->plan.mapping && st->phase != HYDRATOR_COMPLETE)
@@ -278,6 +282,7 @@ int report_journal(char *buf, size_t size, const HydratorStatus *st, const char 
                    const char **ret_message_id) {
         char total[FORMAT_BYTES_MAX];
         unsigned pm = progress_permille(st->done_bytes, st->size);
+        char pmb[FORMAT_PERMILLE_MAX];
         size_t n;
 
         format_bytes(total, sizeof(total), st->size);
@@ -307,8 +312,8 @@ int report_journal(char *buf, size_t size, const HydratorStatus *st, const char 
                 return LOG_WARNING;
         case HYDRATOR_FAILED:
                 *ret_message_id = LOG_MESSAGE_HYDRATION_FAILED;
-                snprintf(buf, size, "%s (%s): hydration failed at %u.%u%%: %s; %s", st->key,
-                         devnode, pm / 10, pm % 10, report_failure_reason(st->error),
+                snprintf(buf, size, "%s (%s): hydration failed at %s%%: %s; %s", st->key, devnode,
+                         format_permille(pmb, pm), report_failure_reason(st->error),
                          st->unsaved ? "the state file could not be saved; the next run "
                                        "resumes from the last checkpoint written"
                                      : "progress saved");
@@ -355,13 +360,64 @@ const char *report_bus_state(const HydratorStatus *st) {
         switch (st->phase) {
         case HYDRATOR_LOADED: /* mapping the file systems */
         case HYDRATOR_HYDRATING:
-                return st->paused ? HYDRATE_BUS_STATE_PAUSED : HYDRATE_BUS_STATE_HYDRATING;
+                return st->paused ? EBS_HYDRATE_STATE_PAUSED : EBS_HYDRATE_STATE_HYDRATING;
         case HYDRATOR_COMPLETE:
-                return HYDRATE_BUS_STATE_COMPLETED;
+                return EBS_HYDRATE_STATE_COMPLETED;
         case HYDRATOR_STOPPED:
         case HYDRATOR_DETACHED:
-                return HYDRATE_BUS_STATE_PAUSED;
+                return EBS_HYDRATE_STATE_PAUSED;
         default:
-                return HYDRATE_BUS_STATE_FAILED;
+                return EBS_HYDRATE_STATE_FAILED;
         }
+}
+
+char *report_started(char *buf, size_t size, const HydratorStatus *st, const char *key,
+                     const char *devnode, const HydrateSettings *s) {
+        char depth[REPORT_WORDS_MAX], pmb[FORMAT_PERMILLE_MAX];
+
+        if (s->queue_depth == HYDRATE_QUEUE_DEPTH_AUTO)
+                (void)snprintf(depth, sizeof(depth), "auto (%u to %u)", st->depth_min,
+                               st->depth_max);
+        else
+                (void)snprintf(depth, sizeof(depth), "%u", s->queue_depth);
+        (void)snprintf(
+                buf, size,
+                "Hydrating %s (%s) from %s%%, queue depth %s, %" PRIu64 " KiB reads%s%s%s", devnode,
+                key, format_permille(pmb, progress_permille(st->done_bytes, st->size)), depth,
+                st->request_bytes / 1024, s->rate_limit ? ", rate limited" : "",
+                s->mode == HYDRATE_MODE_USED ? ", Mode=used" : "", s->yield ? "" : ", Yield=no");
+        return buf;
+}
+
+char *report_start_failed(char *buf, size_t size, const HydratorStatus *st, const char *key,
+                          const char *devnode, int error) {
+        char pmb[FORMAT_PERMILLE_MAX];
+
+        (void)snprintf(buf, size,
+                       "%s (%s): hydration failed at %s%%: cannot start: %s; progress saved", key,
+                       devnode, format_permille(pmb, progress_permille(st->done_bytes, st->size)),
+                       strerror(-error));
+        return buf;
+}
+
+char *report_stopped_mapping(char *buf, size_t size, const char *key, bool for_status,
+                             bool stalled) {
+        if (for_status)
+                (void)snprintf(buf, size,
+                               "%s: stopped while mapping the file systems, nothing read%s", key,
+                               stalled ? "; waiting for the stalled device" : "");
+        else
+                (void)snprintf(buf, size,
+                               "%s: stopped while mapping the file systems, before reading; "
+                               "nothing to save",
+                               key);
+        return buf;
+}
+
+char *report_depth_at_end(char *buf, size_t size, const HydratorStatus *st) {
+        (void)snprintf(buf, size,
+                       "%s: queue depth %u at the end (auto, %u changes; mean latency "
+                       "%.1f ms)",
+                       st->key, st->depth, st->depth_changes, (double)st->latency_usec / 1000.0);
+        return buf;
 }

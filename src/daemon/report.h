@@ -10,16 +10,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ebs-hydrate/exit-status.h>
+
 #include "hydrator.h"
 #include "record.h"
 
-/* Exit statuses of ebs-hydrated (docs/design.md). */
+/* Buffers for what report_*() words: a line of the journal, STATUS= or stdout (a key and a
+ * device path included), the summary at the end (a few lines' worth), and a few words. */
+#define REPORT_LINE_MAX 1024
+#define REPORT_SUMMARY_MAX 2048
+#define REPORT_WORDS_MAX 64
+
+/* Exit statuses of ebs-hydrated: ebs-hydrate/exit-status.h. */
 enum {
-        REPORT_EXIT_COMPLETE = 0,
-        REPORT_EXIT_FAILED = 1,
-        REPORT_EXIT_USAGE = 2,
-        REPORT_EXIT_UNREADABLE = 3,
-        REPORT_EXIT_DETACHED = 4,
+        REPORT_EXIT_COMPLETE = EBS_HYDRATE_EXIT_SUCCESS,
+        REPORT_EXIT_FAILED = EBS_HYDRATE_EXIT_FAILURE,
+        REPORT_EXIT_USAGE = EBS_HYDRATE_EXIT_USAGE,
+        REPORT_EXIT_UNREADABLE = EBS_HYDRATE_EXIT_UNREADABLE,
+        REPORT_EXIT_DETACHED = EBS_HYDRATE_EXIT_DETACHED,
 };
 
 /*
@@ -36,6 +44,26 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st);
  */
 char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
                             uint64_t stalled_usec);
+
+/*
+ * report_started() - the journal's line when the reads start: "Hydrating /dev/nvme1n1
+ * (vol-0123...) from 0.0%, queue depth auto (4 to 256), 1024 KiB reads", then ", rate limited",
+ * ", Mode=used" and ", Yield=no" where they apply.
+ */
+char *report_started(char *buf, size_t size, const HydratorStatus *st, const char *key,
+                     const char *devnode, const HydrateSettings *s);
+/* report_start_failed() - the journal's line when the reader cannot start: "vol-0123...
+ * (/dev/nvme1n1): hydration failed at 0.0%: cannot start: <the errno's words>; progress saved". */
+char *report_start_failed(char *buf, size_t size, const HydratorStatus *st, const char *key,
+                          const char *devnode, int error);
+/* report_stopped_mapping() - a run stopped while the file systems were mapped, before it read:
+ * STATUS= (@for_status; @stalled: the device still holds the mapping's reads), or the summary
+ * line on stdout. */
+char *report_stopped_mapping(char *buf, size_t size, const char *key, bool for_status,
+                             bool stalled);
+/* report_depth_at_end() - "vol-0123...: queue depth 29 at the end (auto, 57 changes; mean
+ * latency 579.7 ms)", for QueueDepth=auto. */
+char *report_depth_at_end(char *buf, size_t size, const HydratorStatus *st);
 
 /* report_summary() - the line on stdout at the end of a run (without its newline). */
 char *report_summary(char *buf, size_t size, const HydratorStatus *st);

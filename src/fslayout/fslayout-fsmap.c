@@ -14,44 +14,16 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "fslayout-scan.h"
+#include "mountinfo.h"
 #include "util.h"
 
 #define FSMAP_BATCH 1024u
 /* The inode owner (XFS's inode chunks, ext4's inode tables): the kernel's XFS_FMR_OWN_INODES and
  * EXT4_FMR_OWN_INODES, not in the UAPI header. */
 #define FSMAP_OWN_INODES FMR_OWNER('X', 5)
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s) {
-        char *w = s;
-
-        for (char *p = s; *p; p++) {
-                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
-                    p[3] >= '0' && p[3] <= '7') {
-                        *w++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-                        p += 3;
-                } else
-                        *w++ = *p;
-        }
-        *w = '\0';
-}
-
-/* The mount point of one mountinfo line if it is a mount of @dev (malloc'ed), else NULL. */
-static char *mount_point_of(const char *line, dev_t dev) {
-        unsigned maj, min;
-        char *path = NULL;
-
-        if (sscanf(line, "%*u %*u %u:%u %*s %ms", &maj, &min, &path) != 3)
-                return NULL;
-        if (makedev(maj, min) != dev) {
-                free(path);
-                return NULL;
-        }
-        unescape_octal(path);
-        return path;
-}
 
 /* A descriptor of the directory @path that really is on @dev: not over-mounted by something
  * else, nor hidden by a mount namespace (-EXDEV then, also when it is not there at all). */
@@ -69,33 +41,56 @@ static int open_on_device(const char *path, dev_t dev) {
         return TAKE_FD(fd);
 }
 
-int fslayout_find_mount(dev_t dev, char **ret_path, int *ret_fd) {
-        _cleanup_free_ char *line = NULL, *first = NULL;
-        _cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
-        size_t allocated = 0;
-        int error = -ENOENT;
+typedef struct MountSearch {
+        dev_t dev;
+        char *path; /* the mount point found, with @fd */
+        int fd;
+        char *first; /* else the first mount point of @dev */
+        int error;   /* and why it could not be opened */
+} MountSearch;
 
-        if (!f)
-                return -errno;
-        while (getline(&line, &allocated, f) > 0) {
-                _cleanup_free_ char *path = mount_point_of(line, dev);
-                int fd;
+static int find_mount_cb(const MountEntry *m, void *userdata) {
+        MountSearch *q = userdata;
+        int fd;
 
-                if (!path)
-                        continue;
-                fd = open_on_device(path, dev);
-                if (fd >= 0) {
-                        *ret_path = TAKE_PTR(path);
-                        *ret_fd = fd;
-                        return 0;
+        if (m->dev != q->dev)
+                return 0;
+        fd = open_on_device(m->mount_point, q->dev);
+        if (fd >= 0) {
+                q->path = strdup(m->mount_point);
+                if (!q->path) {
+                        (void)close(fd);
+                        return -ENOMEM;
                 }
-                error = fd;
-                if (!first)
-                        first = TAKE_PTR(path);
+                q->fd = fd;
+                return 1;
         }
-        if (first)
-                *ret_path = TAKE_PTR(first);
-        return error;
+        q->error = fd;
+        if (!q->first) {
+                q->first = strdup(m->mount_point);
+                if (!q->first)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int fslayout_find_mount(dev_t dev, char **ret_path, int *ret_fd) {
+        MountSearch q = {.dev = dev, .fd = -1, .error = -ENOENT};
+        int r = mountinfo_foreach(find_mount_cb, &q);
+
+        if (r > 0) {
+                free(q.first);
+                *ret_path = q.path;
+                *ret_fd = q.fd;
+                return 0;
+        }
+        if (r < 0) {
+                free(q.first);
+                return r;
+        }
+        if (q.first)
+                *ret_path = q.first;
+        return q.error;
 }
 
 /* The kernel's new_encode_dev(): how GETFSMAP reports a dev_t in fmr_device (FMH_OF_DEV_T). */

@@ -47,7 +47,7 @@ typedef struct Region {
         char *detail; /* why not mapped (or mapped only in part), or a remark */
 } Region;
 
-typedef struct Discovery {
+typedef struct LayoutScan {
         const FsLayoutHints *hints;
         int fd;        /* our own descriptor of the device, without O_DIRECT */
         char path[64]; /* /proc/self/fd/<fd>, for libext2fs, which opens by name */
@@ -60,9 +60,9 @@ typedef struct Discovery {
         FsRangeList list;
         char **notes;
         size_t n_notes, n_notes_allocated;
-} Discovery;
+} LayoutScan;
 
-static void discovery_done(Discovery *d) {
+static void layout_scan_done(LayoutScan *d) {
         if (d->fd >= 0)
                 (void)close(d->fd);
         for (size_t i = 0; i < d->n_regions; i++) {
@@ -106,7 +106,7 @@ static int set_stringf(char **s, const char *format, ...) {
 
 /* Our own descriptor, read through the page cache: libblkid and libext2fs read at any
  * alignment, which a caller's O_DIRECT descriptor would refuse. */
-static int discovery_open(Discovery *d, int fd, char **error) {
+static int layout_scan_open(LayoutScan *d, int fd, char **error) {
         char probe[SECTOR];
         char path[64];
 
@@ -128,7 +128,7 @@ static int discovery_open(Discovery *d, int fd, char **error) {
         return 0;
 }
 
-static Region *region_add(Discovery *d, uint64_t offset, uint64_t size, int partno) {
+static Region *region_add(LayoutScan *d, uint64_t offset, uint64_t size, int partno) {
         Region *p;
 
         if (ARRAY_GROW(d->regions, d->n_regions_allocated, d->n_regions + 1) < 0)
@@ -148,7 +148,7 @@ static int region_compare(const void *a, const void *b) {
 
 /* A partition that overlaps an earlier one (a nested table's, or a broken table) is not
  * scanned, and all of it is used (claim_unmapped()). */
-static void mark_overlaps(Discovery *d) {
+static void mark_overlaps(LayoutScan *d) {
         const Region *kept = NULL;
 
         qsort(d->regions, d->n_regions, sizeof(Region), region_compare);
@@ -178,7 +178,8 @@ static dev_t partition_dev(dev_t disk, uint64_t offset, uint64_t size) {
         _cleanup_free_ char *path = NULL;
         struct dirent *e;
 
-        if (asprintf(&path, "%s/dev/block/%u:%u", sysfs_root(), major(disk), minor(disk)) < 0)
+        path = sysfs_dev_block(NULL, disk, NULL);
+        if (!path)
                 return 0;
         dir = opendir(path);
         if (!dir)
@@ -203,7 +204,7 @@ static dev_t partition_dev(dev_t disk, uint64_t offset, uint64_t size) {
 
 /* The GPT header at @lba and its entry array are metadata. Its alternate's LBA goes to
  * *ret_alternate. 0, -EBADMSG if there is no valid header at @lba, or -ENOMEM. */
-static int add_gpt_header(Discovery *d, uint64_t sector_size, uint64_t lba,
+static int add_gpt_header(LayoutScan *d, uint64_t sector_size, uint64_t lba,
                           uint64_t *ret_alternate) {
         uint8_t h[92];
         uint64_t entries_lba, entries_bytes;
@@ -232,7 +233,7 @@ static int add_gpt_header(Discovery *d, uint64_t sector_size, uint64_t lba,
 /* Protective MBR, the header libblkid used (primary, or the backup if the primary is bad),
  * then the other one, each with its entries. A header that does not parse is left to the gap
  * around it: used. */
-static int add_gpt(Discovery *d, uint64_t sector_size, uint64_t header_offset) {
+static int add_gpt(LayoutScan *d, uint64_t sector_size, uint64_t header_offset) {
         uint64_t alternate = 0, ignored;
         int r;
 
@@ -246,7 +247,7 @@ static int add_gpt(Discovery *d, uint64_t sector_size, uint64_t header_offset) {
 
 /* The table's own sectors: all of GPT's; for MBR and others the sector that holds it (the
  * extended boot records of logical partitions lie in gaps, which are used anyway). */
-static int add_table_metadata(Discovery *d, blkid_probe pr, blkid_parttable table) {
+static int add_table_metadata(LayoutScan *d, blkid_probe pr, blkid_parttable table) {
         uint64_t sector_size = blkid_probe_get_sectorsize(pr);
         blkid_loff_t offset = blkid_parttable_get_offset(table);
 
@@ -258,7 +259,7 @@ static int add_table_metadata(Discovery *d, blkid_probe pr, blkid_parttable tabl
                                  sector_size, FS_RANGE_METADATA);
 }
 
-static int add_partitions(Discovery *d, blkid_partlist partitions) {
+static int add_partitions(LayoutScan *d, blkid_partlist partitions) {
         int n = blkid_partlist_numof_partitions(partitions);
 
         for (int i = 0; i < n; i++) {
@@ -295,7 +296,7 @@ static int add_partitions(Discovery *d, blkid_partlist partitions) {
 }
 
 /* Partitions become regions; without a partition table the whole device is one. */
-static int probe_partitions(Discovery *d, char **error) {
+static int probe_partitions(LayoutScan *d, char **error) {
         _cleanup_(blkid_free_probep) blkid_probe pr = blkid_new_probe();
         blkid_partlist partitions;
         blkid_parttable table;
@@ -332,7 +333,7 @@ static int probe_partitions(Discovery *d, char **error) {
 
 /* libblkid reads near both ends of what it probes: partition tables and most superblocks at
  * the start, backup GPT, RAID and ZFS labels at the end. */
-static void hint_probe(const Discovery *d, uint64_t offset, uint64_t size) {
+static void hint_probe(const LayoutScan *d, uint64_t offset, uint64_t size) {
         _cleanup_(fs_range_list_done) FsRangeList l = {};
 
         if (fs_range_list_add(&l, offset, MIN(size, PROBE_SPAN), FS_RANGE_USED) >= 0 &&
@@ -342,7 +343,7 @@ static void hint_probe(const Discovery *d, uint64_t offset, uint64_t size) {
 }
 
 /* libblkid's TYPE of the region's content, or a detail that says why there is none. */
-static int probe_content(Discovery *d, Region *region) {
+static int probe_content(LayoutScan *d, Region *region) {
         _cleanup_(blkid_free_probep) blkid_probe pr = blkid_new_probe();
         const char *type = NULL;
         int r;
@@ -373,7 +374,7 @@ static bool is_ext(const char *fstype) {
 
 /* Where the region's file system is mounted: a descriptor of its mount point in *@ret_fd, or
  * -1 and the region's state says why not. 0 or -ENOMEM. */
-static int find_mount(Discovery *d, Region *region, char **ret_path, int *ret_fd) {
+static int find_mount(LayoutScan *d, Region *region, char **ret_path, int *ret_fd) {
         int r;
 
         *ret_fd = -1;
@@ -407,7 +408,7 @@ static int find_mount(Discovery *d, Region *region, char **ret_path, int *ret_fd
  * scan that follows only says it again. Returns 1 if GETFSMAP mapped the region, 0 to go on as
  * if unmounted (state set), or -ENOMEM.
  */
-static int scan_mounted(Discovery *d, Region *region, bool xfs, int mount_fd,
+static int scan_mounted(LayoutScan *d, Region *region, bool xfs, int mount_fd,
                         const char *mount_point) {
         _cleanup_(fs_range_list_done) FsRangeList own = {.chunks = d->list.chunks};
         _cleanup_free_ char *failure = NULL, *ignored = NULL;
@@ -437,7 +438,7 @@ static int scan_mounted(Discovery *d, Region *region, bool xfs, int mount_fd,
         return r < 0 ? r : 1;
 }
 
-static int scan_ext(Discovery *d, Region *region) {
+static int scan_ext(LayoutScan *d, Region *region) {
         int r;
 
         r = fslayout_scan_ext(d->path, region->offset, region->size, false, d->hints, &d->list,
@@ -452,7 +453,7 @@ static int scan_ext(Discovery *d, Region *region) {
 
 /* An XFS that GETFSMAP could not map (not mounted, or out of reach): its metadata, read from the
  * device; the rest stays used. */
-static int scan_xfs(Discovery *d, Region *region) {
+static int scan_xfs(LayoutScan *d, Region *region) {
         int r;
 
         r = fslayout_scan_xfs(d->path, region->offset, region->size, d->hints, &d->list,
@@ -465,7 +466,7 @@ static int scan_xfs(Discovery *d, Region *region) {
         return 0;
 }
 
-static int scan_region(Discovery *d, Region *region) {
+static int scan_region(LayoutScan *d, Region *region) {
         _cleanup_free_ char *mount_point = NULL;
         _cleanup_close_ int mount_fd = -1;
         bool xfs;
@@ -492,7 +493,7 @@ static int scan_region(Discovery *d, Region *region) {
 
 /* The parts of the extended partition at [@offset, @offset + @size) that no logical partition
  * holds: its extended boot records, and slack. */
-static int claim_extended(Discovery *d, uint64_t offset, uint64_t size) {
+static int claim_extended(LayoutScan *d, uint64_t offset, uint64_t size) {
         uint64_t position = offset, end = offset + size;
         int r = 0;
 
@@ -513,7 +514,7 @@ static int claim_extended(Discovery *d, uint64_t offset, uint64_t size) {
  * that failed or knows the metadata only) is claimed used as a whole, and what logical
  * partitions leave of their container too: used outranks the free space that the file system
  * of another, overlapping partition reports there. Runs after every scan, whatever it found. */
-static int claim_unmapped(Discovery *d) {
+static int claim_unmapped(LayoutScan *d) {
         int r = 0;
 
         for (size_t i = 0; r >= 0 && i < d->n_regions; i++)
@@ -525,7 +526,7 @@ static int claim_unmapped(Discovery *d) {
         return r;
 }
 
-static int note_add(Discovery *d, char *note) {
+static int note_add(LayoutScan *d, char *note) {
         if (!note)
                 return -ENOMEM;
         if (ARRAY_GROW(d->notes, d->n_notes_allocated, d->n_notes + 1) < 0) {
@@ -584,7 +585,7 @@ static const char *table_name(const char *type) {
 }
 
 /* The table's note, then one per partition, then the gaps; or the one of the whole device. */
-static int add_notes(Discovery *d, const FsLayout *l) {
+static int add_notes(LayoutScan *d, const FsLayout *l) {
         uint64_t region_metadata = 0, region_used = 0, covered = 0;
         char metadata[FORMAT_BYTES_MAX], gaps[FORMAT_BYTES_MAX], *s;
         int r = 0;
@@ -621,7 +622,7 @@ static int add_notes(Discovery *d, const FsLayout *l) {
 }
 
 /* The layout of what the scans added to d->list: normalised ranges, or the chunk kinds. */
-static int make_layout(Discovery *d, FsLayout *l) {
+static int make_layout(LayoutScan *d, FsLayout *l) {
         if (d->list.chunks) {
                 int r = fs_chunk_kinds_flush(d->list.chunks);
 
@@ -637,7 +638,7 @@ static int make_layout(Discovery *d, FsLayout *l) {
 static int discover(int fd, uint64_t device_size, uint32_t chunk_size, const FsLayoutHints *hints,
                     FsLayout *ret, char **ret_error) {
         _cleanup_free_ char *error = NULL;
-        Discovery d = {.hints = hints, .fd = -1, .size = device_size};
+        LayoutScan d = {.hints = hints, .fd = -1, .size = device_size};
         FsLayout l = {};
         int r = 0;
 
@@ -653,7 +654,7 @@ static int discover(int fd, uint64_t device_size, uint32_t chunk_size, const FsL
         if (r >= 0)
                 hint_probe(&d, 0, device_size);
         if (r >= 0)
-                r = discovery_open(&d, fd, &error);
+                r = layout_scan_open(&d, fd, &error);
         if (r >= 0)
                 r = probe_partitions(&d, &error);
         for (size_t i = 0; r >= 0 && i < d.n_regions; i++)
@@ -677,7 +678,7 @@ static int discover(int fd, uint64_t device_size, uint32_t chunk_size, const FsL
                         *ret_error = TAKE_PTR(error);
                 fslayout_free(&l);
         }
-        discovery_done(&d);
+        layout_scan_done(&d);
         return r;
 }
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "state.h"
+#include "byte-range.h"
 #include "two-bit-array.h"
 #include "util.h"
 

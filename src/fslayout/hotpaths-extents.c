@@ -28,7 +28,8 @@
 static int read_sysfs_u64(const char *sysfs_root, dev_t dev, const char *rel, uint64_t *ret) {
         _cleanup_free_ char *path = NULL;
 
-        if (asprintf(&path, "%s/dev/block/%u:%u/%s", sysfs_root, major(dev), minor(dev), rel) < 0)
+        path = sysfs_dev_block(sysfs_root, dev, rel);
+        if (!path)
                 return -ENOMEM;
         return sysfs_read_u64_at(AT_FDCWD, path, ret);
 }
@@ -37,7 +38,8 @@ static int read_sysfs_u64(const char *sysfs_root, dev_t dev, const char *rel, ui
 static int parent_disk(const char *sysfs_root, dev_t part, dev_t *ret) {
         _cleanup_free_ char *path = NULL;
 
-        if (asprintf(&path, "%s/dev/block/%u:%u/../dev", sysfs_root, major(part), minor(part)) < 0)
+        path = sysfs_dev_block(sysfs_root, part, "../dev");
+        if (!path)
                 return -ENOMEM;
         return sysfs_read_devnum_at(AT_FDCWD, path, ret);
 }

@@ -6,11 +6,12 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "state.h"
+#include "byte-range.h"
 
 #define HOTPATHS_RANGES_MAX (UINT64_C(1) << 20) /* more extents than this are not collected */
 

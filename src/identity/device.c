@@ -36,7 +36,8 @@ static int sysfs_block_node(const char *sysfs_root, dev_t rdev, char **ret, char
         _cleanup_free_ char *link = NULL;
         char *resolved;
 
-        if (asprintf(&link, "%s/dev/block/%u:%u", sysfs_root, major(rdev), minor(rdev)) < 0)
+        link = sysfs_dev_block(sysfs_root, rdev, NULL);
+        if (!link)
                 return -ENOMEM;
         resolved = realpath(link, NULL);
         if (!resolved) {

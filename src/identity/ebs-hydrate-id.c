@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebs-hydrate/exit-status.h>
+
 #include "build-config.h"
 #include "device.h"
 #include "identity.h"
@@ -20,7 +22,7 @@
 #include "sysfs.h"
 #include "util.h"
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE EBS_HYDRATE_EXIT_USAGE
 
 static void help(void) {
         printf("Usage: ebs-hydrate-id [OPTIONS] DEVICE\n\n"

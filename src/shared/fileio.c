@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,7 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret,
         return read_full_fd(fd, max_size, ret, ret_size);
 }
 
-int write_full_fd(int fd, const void *buf, size_t size) {
+int write_full_fd_stall(int fd, const void *buf, size_t size, uint64_t stall_usec) {
         const char *p = buf;
 
         while (size > 0) {
@@ -94,12 +95,27 @@ int write_full_fd(int fd, const void *buf, size_t size) {
 
                 if (n < 0 && errno == EINTR)
                         continue;
+                if (n < 0 && errno == EAGAIN && stall_usec > 0) {
+                        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+                        int k = poll(&pfd, 1,
+                                     (int)MIN(stall_usec / USEC_PER_MSEC, (uint64_t)INT_MAX));
+
+                        if (k == 0)
+                                return -ETIMEDOUT;
+                        if (k < 0 && errno != EINTR)
+                                return -errno;
+                        continue;
+                }
                 if (n < 0)
                         return -errno;
                 p += n;
                 size -= (size_t)n;
         }
         return 0;
+}
+
+int write_full_fd(int fd, const void *buf, size_t size) {
+        return write_full_fd_stall(fd, buf, size, 0);
 }
 
 /* A name for a temporary file beside @name in its directory: "." + @name + "." + 6 random
@@ -118,6 +134,14 @@ static int temp_name(const char *name, char *buf, size_t size) {
                 buf[n + i] = letters[rnd[i] % (sizeof(letters) - 1)];
         buf[n + sizeof(rnd)] = '\0';
         return 0;
+}
+
+int rename_into_place(int dir_fd, const char *tmp, const char *name, int r) {
+        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlinkat(dir_fd, tmp, 0);
+        return r < 0 ? r : 0;
 }
 
 int write_file_atomic_at(int dir_fd, const char *name, const void *buf, size_t size, mode_t mode,
@@ -143,12 +167,9 @@ int write_file_atomic_at(int dir_fd, const char *name, const void *buf, size_t s
                 r = write_full_fd(fd, buf, size);
         if (r >= 0 && (flags & WRITE_ATOMIC_SYNC) && fsync(fd) < 0)
                 r = -errno;
-        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dir_fd, tmp, 0);
+        r = rename_into_place(dir_fd, tmp, name, r);
+        if (r < 0)
                 return r;
-        }
         if ((flags & WRITE_ATOMIC_SYNC) && fsync(dir_fd) < 0)
                 return -errno;
         return 0;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -32,6 +33,10 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret,
  * retried). Return: 0 or the negative errno of write(2).
  */
 int write_full_fd(int fd, const void *buf, size_t size);
+/* write_full_fd_stall() - the same into a descriptor that may be O_NONBLOCK: on EAGAIN it waits
+ * for room, and a reader that takes nothing for @stall_usec is -ETIMEDOUT, not a wait for ever
+ * (0: EAGAIN is an error, as in write_full_fd()). */
+int write_full_fd_stall(int fd, const void *buf, size_t size, uint64_t stall_usec);
 
 /*
  * write_file_atomic() - replace @path with @size bytes of @buf, so that a reader opens either the
@@ -53,5 +58,12 @@ typedef enum WriteAtomicFlags {
  * write_file_atomic_at() - write_file_atomic() for @name in the directory @dir_fd; the fsyncs
  * only with WRITE_ATOMIC_SYNC (a file on tmpfs needs none). -EISDIR for a name that is not one.
  */
+/*
+ * rename_into_place() - the end of an atomic write: if @r (what writing the temporary file @tmp
+ * in @dir_fd gave: 0 or -errno) is not an error, rename @tmp over @name. On any error @tmp is
+ * removed and the error returned; 0 otherwise. The directory is not synced.
+ */
+int rename_into_place(int dir_fd, const char *tmp, const char *name, int r);
+
 int write_file_atomic_at(int dir_fd, const char *name, const void *buf, size_t size, mode_t mode,
                          WriteAtomicFlags flags);

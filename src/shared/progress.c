@@ -89,19 +89,25 @@ static char *format_eta(char *buf, size_t size, uint64_t done, uint64_t total, u
         return buf;
 }
 
+char *format_permille(char buf[static FORMAT_PERMILLE_MAX], unsigned permille) {
+        (void)snprintf(buf, FORMAT_PERMILLE_MAX, "%u.%u", permille / 10, permille % 10);
+        return buf;
+}
+
 char *progress_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
                              uint64_t total_bytes, uint64_t rate) {
         char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], r[32], e[64];
         unsigned pm = progress_permille(done_bytes, total_bytes);
+        char pmb[FORMAT_PERMILLE_MAX];
 
         format_bytes(a, sizeof(a), done_bytes);
         format_bytes(b, sizeof(b), total_bytes);
         if (rate == 0) /* no rate yet: say so once, not as "0 KiB/s" */
-                snprintf(buf, size, "%s: %u.%u%% hydrated (%s of %s), measuring rate", key, pm / 10,
-                         pm % 10, a, b);
+                snprintf(buf, size, "%s: %s%% hydrated (%s of %s), measuring rate", key,
+                         format_permille(pmb, pm), a, b);
         else
-                snprintf(buf, size, "%s: %u.%u%% hydrated (%s of %s), %s, %s", key, pm / 10,
-                         pm % 10, a, b, format_rate(r, sizeof(r), rate),
+                snprintf(buf, size, "%s: %s%% hydrated (%s of %s), %s, %s", key,
+                         format_permille(pmb, pm), a, b, format_rate(r, sizeof(r), rate),
                          format_eta(e, sizeof(e), done_bytes, total_bytes, rate));
         return buf;
 }
@@ -127,12 +133,14 @@ static void format_amounts(char *buf, size_t size, uint64_t done_bytes, uint64_t
  */
 char *progress_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
                           uint64_t total_bytes, uint64_t rate) {
-        char pct[16], amounts[64], r[32], d[FORMAT_DURATION_MAX], eta_s[48], tail[256];
+        char pct[FORMAT_PERMILLE_MAX + 4], amounts[64], r[32], d[FORMAT_DURATION_MAX], eta_s[48],
+                tail[256];
         unsigned pm = progress_permille(done_bytes, total_bytes), bar, fill;
+        char pmb[FORMAT_PERMILLE_MAX];
         uint64_t eta = progress_eta(done_bytes, total_bytes, rate);
         size_t len;
 
-        snprintf(pct, sizeof(pct), " %3u.%u%%", pm / 10, pm % 10);
+        snprintf(pct, sizeof(pct), " %5s%%", format_permille(pmb, pm));
         format_amounts(amounts, sizeof(amounts), done_bytes, total_bytes);
         snprintf(eta_s, sizeof(eta_s), "ETA %s",
                  eta == PROGRESS_ETA_UNKNOWN ? "?" : format_duration(d, sizeof(d), eta));

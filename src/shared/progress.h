@@ -35,6 +35,11 @@ uint64_t progress_eta(uint64_t done_bytes, uint64_t total_bytes, uint64_t rate);
 /* progress_permille() - done/total in tenths of a percent, rounded down: 999 until truly done. */
 unsigned progress_permille(uint64_t done_bytes, uint64_t total_bytes);
 
+/* format_permille() - a per-mille as a percentage with one decimal, without the '%': "42.1"
+ * for 421, "100.0" for 1000. Returns @buf. */
+#define FORMAT_PERMILLE_MAX 16
+char *format_permille(char buf[static FORMAT_PERMILLE_MAX], unsigned permille);
+
 /* "187 MiB/s", "4.2 MiB/s", "512 KiB/s" into buf. */
 char *format_rate(char *buf, size_t size, uint64_t bytes_per_second);
 

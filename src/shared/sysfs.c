@@ -119,3 +119,12 @@ int sysfs_disks_under(const char *dir, int (*add)(const char *name, void *userda
                       void *userdata) {
         return disks_under(dir, 0, add, userdata);
 }
+
+char *sysfs_dev_block(const char *root, dev_t dev, const char *rel) {
+        char *path;
+
+        if (asprintf(&path, "%s/dev/block/%u:%u%s%s", root ?: sysfs_root(), major(dev), minor(dev),
+                     rel ? "/" : "", strempty(rel)) < 0)
+                return NULL;
+        return path;
+}

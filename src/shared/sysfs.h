@@ -34,6 +34,13 @@ int sysfs_read_u64_at(int dir_fd, const char *path, uint64_t *ret);
  * same name differ in it. The errors of sysfs_read_u64_at() (-ENOENT on older kernels). */
 int sysfs_disk_seq(const char *kernel_name, uint64_t *ret);
 
+/*
+ * sysfs_dev_block() - "<root>/dev/block/MAJ:MIN" of the block device number @dev, with "/@rel"
+ * after it unless @rel is NULL (malloc'ed; NULL on ENOMEM). @root is the sysfs root a caller was
+ * given, or NULL for sysfs_root().
+ */
+char *sysfs_dev_block(const char *root, dev_t dev, const char *rel);
+
 /* sysfs_read_devnum_at() - an attribute that is a device number ("259:1\n", a block device's
  * "dev"). The errors of sysfs_read_attr_at(), or -EBADMSG if the value is not MAJ:MIN. */
 int sysfs_read_devnum_at(int dir_fd, const char *path, dev_t *ret);

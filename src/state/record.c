@@ -13,16 +13,21 @@
 #include "record.h"
 
 static const char *const state_names[_RECORD_STATE_MAX] = {
-        [RECORD_HYDRATING] = "hydrating", [RECORD_PAUSED] = "paused",
-        [RECORD_COMPLETED] = "completed", [RECORD_FAILED] = "failed",
-        [RECORD_STOPPED] = "stopped",     [RECORD_DISABLED] = "disabled",
+        [RECORD_HYDRATING] = EBS_HYDRATE_STATE_HYDRATING,
+        [RECORD_PAUSED] = EBS_HYDRATE_STATE_PAUSED,
+        [RECORD_COMPLETED] = EBS_HYDRATE_STATE_COMPLETED,
+        [RECORD_FAILED] = EBS_HYDRATE_STATE_FAILED,
+        [RECORD_STOPPED] = EBS_HYDRATE_STATE_STOPPED,
+        [RECORD_DISABLED] = EBS_HYDRATE_STATE_DISABLED,
 };
 
 /* The names of plan.h's stages, which D-Bus Phase also uses. */
 static const char *const phase_names[_RECORD_PHASE_MAX] = {
-        [RECORD_PHASE_METADATA] = "metadata", [RECORD_PHASE_HOT] = "hot-paths",
-        [RECORD_PHASE_USED] = "used",         [RECORD_PHASE_FREE] = "free",
-        [RECORD_PHASE_DONE] = "done",
+        [RECORD_PHASE_METADATA] = EBS_HYDRATE_PHASE_METADATA,
+        [RECORD_PHASE_HOT] = EBS_HYDRATE_PHASE_HOT_PATHS,
+        [RECORD_PHASE_USED] = EBS_HYDRATE_PHASE_USED,
+        [RECORD_PHASE_FREE] = EBS_HYDRATE_PHASE_FREE,
+        [RECORD_PHASE_DONE] = EBS_HYDRATE_PHASE_DONE,
 };
 
 const char *record_state_to_string(RecordState s) {
@@ -115,19 +120,19 @@ typedef enum RecordKey {
 } RecordKey;
 
 static const char *const key_names[_KEY_MAX] = {
-        [KEY_VOLUME_ID] = "VOLUME_ID",
-        [KEY_KERNEL_NAME] = "KERNEL_NAME",
-        [KEY_DEVICE_NAME] = "DEVICE_NAME",
-        [KEY_STATE] = "STATE",
-        [KEY_PHASE] = "PHASE",
-        [KEY_SIZE_BYTES] = "SIZE_BYTES",
-        [KEY_HYDRATED_BYTES] = "HYDRATED_BYTES",
-        [KEY_ERRORS] = "ERRORS",
-        [KEY_FREE_SPACE_COLD] = "FREE_SPACE_COLD",
-        [KEY_FS_AWARE] = "FS_AWARE",
-        [KEY_DISKSEQ] = "DISKSEQ",
-        [KEY_PID] = "PID",
-        [KEY_START_TIME] = "START_TIME",
+        [KEY_VOLUME_ID] = EBS_HYDRATE_RECORD_VOLUME_ID,
+        [KEY_KERNEL_NAME] = EBS_HYDRATE_RECORD_KERNEL_NAME,
+        [KEY_DEVICE_NAME] = EBS_HYDRATE_RECORD_DEVICE_NAME,
+        [KEY_STATE] = EBS_HYDRATE_RECORD_STATE,
+        [KEY_PHASE] = EBS_HYDRATE_RECORD_PHASE,
+        [KEY_SIZE_BYTES] = EBS_HYDRATE_RECORD_SIZE_BYTES,
+        [KEY_HYDRATED_BYTES] = EBS_HYDRATE_RECORD_HYDRATED_BYTES,
+        [KEY_ERRORS] = EBS_HYDRATE_RECORD_ERRORS,
+        [KEY_FREE_SPACE_COLD] = EBS_HYDRATE_RECORD_FREE_SPACE_COLD,
+        [KEY_FS_AWARE] = EBS_HYDRATE_RECORD_FS_AWARE,
+        [KEY_DISKSEQ] = EBS_HYDRATE_RECORD_DISKSEQ,
+        [KEY_PID] = EBS_HYDRATE_RECORD_PID,
+        [KEY_START_TIME] = EBS_HYDRATE_RECORD_START_TIME,
 };
 
 static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) {

@@ -16,11 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <ebs-hydrate/record.h>
 
 #include "state.h"
 #include "util.h"
 
-#define RECORD_SUFFIX ".record"
+#define RECORD_SUFFIX EBS_HYDRATE_RECORD_SUFFIX
 #define RECORD_FILE_MAX 4096 /* a record is a few hundred bytes; anything larger is not ours */
 #define RECORD_WORD_MAX 32   /* STATE= and PHASE= values */
 #define RECORD_PAD_BYTES 512 /* a record is written at least this long (record_save()) */

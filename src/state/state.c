@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "alloc-util.h"
+#include "fileio.h"
 #include "state.h"
 #include "util.h"
 
@@ -130,6 +131,27 @@ char *state_file_name(const char *key) {
         char *name;
 
         return asprintf(&name, "%s%s", key, STATE_SUFFIX) < 0 ? NULL : name;
+}
+
+bool state_key_from_file_name(const char *name, size_t len, char ret_key[STATE_KEY_MAX + 1]) {
+        size_t s = strlen(STATE_SUFFIX);
+
+        if (len <= s || len - s > STATE_KEY_MAX || memcmp(name + len - s, STATE_SUFFIX, s) != 0)
+                return false;
+        if (!state_key_valid(name, len - s))
+                return false;
+        memcpy(ret_key, name, len - s);
+        ret_key[len - s] = '\0';
+        return true;
+}
+
+int state_dir_next(DIR *d, char ret_key[STATE_KEY_MAX + 1]) {
+        struct dirent *de;
+
+        while ((errno = 0, de = readdir(d)))
+                if (state_key_from_file_name(de->d_name, strlen(de->d_name), ret_key))
+                        return 1;
+        return errno != 0 ? -errno : 0;
 }
 
 int state_lock(int dir_fd, const char *key) {
@@ -266,12 +288,9 @@ int state_save(int dir_fd, const HydrateState *s) {
                 r = -errno;
         if (r >= 0 && close(TAKE_FD(fd)) < 0)
                 r = -errno;
-        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dir_fd, tmp, 0);
+        r = rename_into_place(dir_fd, tmp, name, r);
+        if (r < 0)
                 return r;
-        }
         return fsync(dir_fd) < 0 ? -errno : 0;
 }
 

@@ -7,12 +7,14 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "byte-range.h"
 #include "chunkmap.h"
 #include "util.h"
 
@@ -24,11 +26,6 @@
 #define STATE_FILE_MAX (UINT64_C(64) << 20)
 #define STATE_IO_BUFFER (UINT32_C(64) << 10) /* what the codec holds of a file at once */
 #define STATE_BAD_RANGES_MAX 65536u
-
-typedef struct ByteRange {
-        uint64_t offset;
-        uint64_t length;
-} ByteRange;
 
 typedef struct HydrateState {
         char key[STATE_KEY_MAX + 1]; /* volume id or other stable key; names the file */
@@ -120,6 +117,17 @@ int state_matches(const HydrateState *s, const char *key, uint64_t size,
 
 /* state_file_name() - "<key>.state" (malloc'ed), or NULL on ENOMEM. Keys never contain '/'. */
 char *state_file_name(const char *key);
+/*
+ * state_key_from_file_name() - the key of the state file named by the @len bytes at @name
+ * ("<key>.state" with a valid key) into @ret_key; false for everything else a state directory
+ * holds (locks, temporary files, files set aside as <key>.state.<why>-<time>).
+ */
+bool state_key_from_file_name(const char *name, size_t len, char ret_key[STATE_KEY_MAX + 1]);
+/*
+ * state_dir_next() - the key of the next state file in the directory @d is reading, into
+ * @ret_key: 1, 0 at the end, or -errno if reading the directory failed.
+ */
+int state_dir_next(DIR *d, char ret_key[STATE_KEY_MAX + 1]);
 
 /*
  * state_lock() - take the per-volume lock <dir>/<key>.lock (flock, exclusive, not waiting), so

@@ -19,11 +19,20 @@ bad() {
     fail=1
 }
 
-rm -f "$out"/ebs-hydrate_*.deb
+rm -f "$out"/ebs-hydrate_*.deb "$out"/ebs-hydrate-dev_*.deb
 rc=0
 deb=$("$src/packaging/build-deb" --out "$out" | tail -n 1) || rc=$?
 [[ $rc -eq 0 ]] || exit "$rc" # 77: tools missing; 1: the build or lintian failed (said why)
 echo "built $deb"
+# The -dev package, beside it: the interface headers, and nothing else but its docs.
+dev=$(dirname "$deb")/$(basename "$deb" | sed 's/^ebs-hydrate_\([^_]*\)_.*/ebs-hydrate-dev_\1_all.deb/')
+if [[ ! -f $dev ]]; then
+    bad "no $(basename "$dev") beside $(basename "$deb")"
+else
+    expected_dev=$(cd "$src" && find include/ebs-hydrate -name '*.h' | sed 's|^include/|./usr/include/|' | sort)
+    actual_dev=$(dpkg-deb -c "$dev" | awk '{print $NF}' | grep '^\./usr/include/.*\.h$' | sort)
+    [[ $actual_dev == "$expected_dev" ]] || bad "$(basename "$dev") holds $(echo $actual_dev), not $(echo $expected_dev)"
+fi
 
 work=$(mktemp -d /tmp/ebs-hydrate-debcheck.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -11,7 +11,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 rm -f "$out"/ebs-hydrate-*.rpm
 rc=0
-rpm_file=$("$here/../../packaging/rpm/build.sh" --out "$out" | tail -n 1) || rc=$?
+built=$("$here/../../packaging/rpm/build.sh" --out "$out") || rc=$?
 [[ $rc -eq 0 ]] || exit "$rc" # 77: rpmbuild missing; 1: the build failed (said why)
+rpm_file=$(grep -E '/ebs-hydrate-[0-9][^/]*\.rpm$' <<<"$built" | tail -n 1)
+devel_file=$(grep -E '/ebs-hydrate-devel-[0-9][^/]*\.rpm$' <<<"$built" | tail -n 1)
+[[ -n $rpm_file ]] || { echo "FAIL: no ebs-hydrate package among: $built" >&2; exit 1; }
 echo "built $rpm_file"
+# The -devel package: the interface headers, and nothing else.
+expected=$(cd "$here/../.." && find include/ebs-hydrate -name '*.h' | sed 's|^include/|/usr/include/|' | sort)
+actual=$(rpm -qpl "$devel_file" 2>/dev/null | grep -v -e '^/usr/share/licenses/' -e '^/usr/include/ebs-hydrate$' | sort)
+if [[ -z $devel_file || $actual != "$expected" ]]; then
+    echo "FAIL: the -devel package (${devel_file:-none}) holds: $(echo $actual); expected: $(echo $expected)" >&2
+    exit 1
+fi
 exec "$here/rpm-check.sh" "$rpm_file"

@@ -360,6 +360,55 @@ static void test_fileio_sysfs_devnum(void **state) {
         assert_int_equal(sysfs_read_devnum_at(f->dir_fd, "absent", &dev), -ENOENT);
 }
 
+/* A pipe nobody reads: write_full_fd_stall() gives up after its stall time, with -ETIMEDOUT;
+ * one that is read gets every byte. */
+static void test_fileio_write_stall(void **state) {
+        static char big[256 * 1024];
+        int p[2];
+        char got[8];
+
+        assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+        assert_int_equal(write_full_fd_stall(p[1], big, sizeof(big), 50 * USEC_PER_MSEC),
+                         -ETIMEDOUT);
+        assert_int_equal(write_full_fd(p[1], "x", 1), -EAGAIN); /* 0: no waiting at all */
+        (void)close(p[0]);
+        (void)close(p[1]);
+        assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+        assert_int_equal(write_full_fd_stall(p[1], "abc", 3, USEC_PER_SEC), 0);
+        assert_int_equal(read(p[0], got, sizeof(got)), 3);
+        (void)close(p[0]);
+        (void)close(p[1]);
+}
+
+/* rename_into_place(): the temporary file replaces the name, or goes on any error. */
+static void test_fileio_rename_into_place(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *data = NULL;
+        size_t size;
+
+        fixture_write(f->root, ".t1", "new");
+        fixture_write(f->root, "name", "old");
+        assert_int_equal(rename_into_place(f->dir_fd, ".t1", "name", 0), 0);
+        assert_int_equal(read_full_file_at(f->dir_fd, "name", 16, &data, &size), 0);
+        assert_memory_equal(data, "new", 3);
+        assert_int_equal(faccessat(f->dir_fd, ".t1", F_OK, 0), -1);
+        fixture_write(f->root, ".t2", "half");
+        assert_int_equal(rename_into_place(f->dir_fd, ".t2", "name", -EIO), -EIO);
+        assert_int_equal(faccessat(f->dir_fd, ".t2", F_OK, 0), -1);
+        free(data);
+        data = NULL;
+        assert_int_equal(read_full_file_at(f->dir_fd, "name", 16, &data, &size), 0);
+        assert_memory_equal(data, "new", 3);
+}
+
+static void test_fileio_sysfs_dev_block(void **state) {
+        _cleanup_free_ char *a = sysfs_dev_block("/r", makedev(259, 3), NULL);
+        _cleanup_free_ char *b = sysfs_dev_block("/r", makedev(7, 1), "../dev");
+
+        assert_string_equal(a, "/r/dev/block/259:3");
+        assert_string_equal(b, "/r/dev/block/7:1/../dev");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_fileio_empty_file, setup, teardown),
@@ -385,6 +434,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fileio_sysfs_attr_missing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fileio_sysfs_u64, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fileio_sysfs_devnum, setup, teardown),
+                cmocka_unit_test(test_fileio_write_stall),
+                cmocka_unit_test_setup_teardown(test_fileio_rename_into_place, setup, teardown),
+                cmocka_unit_test(test_fileio_sysfs_dev_block),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

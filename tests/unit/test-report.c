@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bus-contract.h"
+#include <ebs-hydrate/bus.h>
 #include "log.h"
 #include "report.h"
 
@@ -265,7 +265,7 @@ static void test_report_unreadable_agree(void **state) {
         report_status(buf, sizeof(buf), &st);
         assert_non_null(strstr(buf, ranges));
         assert_int_equal(report_exit_status(&st), REPORT_EXIT_UNREADABLE);
-        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_FAILED);
+        assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_FAILED);
 }
 
 /* The journal record, the exit status and the bus State of each way to end. */
@@ -279,7 +279,7 @@ static void test_report_journal_exit_and_bus(void **state) {
         assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration complete, all "
                                  "10.0 GiB read");
         assert_int_equal(report_exit_status(&st), REPORT_EXIT_COMPLETE);
-        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_COMPLETED);
+        assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_COMPLETED);
 
         st.phase = HYDRATOR_FAILED;
         st.error = -EIO;
@@ -288,18 +288,18 @@ static void test_report_journal_exit_and_bus(void **state) {
         assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration failed at "
                                  "42.0%: Input/output error; progress saved");
         assert_int_equal(report_exit_status(&st), REPORT_EXIT_FAILED);
-        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_FAILED);
+        assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_FAILED);
 
         st.phase = HYDRATOR_DETACHED;
         assert_int_equal(report_journal(buf, sizeof(buf), &st, "/dev/nvme1n1", &id), -ENODATA);
         assert_int_equal(report_exit_status(&st), REPORT_EXIT_DETACHED);
-        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_PAUSED);
+        assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_PAUSED);
 
         st.phase = HYDRATOR_LOADED; /* mapping the file systems */
         st.paused = true;
-        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_PAUSED);
+        assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_PAUSED);
         st.paused = false;
-        assert_string_equal(report_bus_state(&st), HYDRATE_BUS_STATE_HYDRATING);
+        assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_HYDRATING);
         report_status_mapping(buf, sizeof(buf), &st, 0);
         assert_string_equal(buf, "vol-0123456789abcdef0: 42.0% hydrated (of 10.0 GiB), mapping the "
                                  "file systems");
@@ -381,6 +381,47 @@ static void test_exit_status_errno(void **state) {
         assert_int_equal(report_exit_status_errno(-EISDIR), REPORT_EXIT_USAGE);
 }
 
+/* The lines the manager logs at the start and the end of the reads, worded here. */
+static void test_report_start_and_end_lines(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        HydrateSettings s;
+        char buf[REPORT_LINE_MAX];
+
+        hydrate_settings_init(&s);
+        st.depth_min = 4;
+        st.depth_max = 256;
+        st.request_bytes = MiB;
+        report_started(buf, sizeof(buf), &st, st.key, "/dev/nvme1n1", &s);
+        assert_string_equal(buf, "Hydrating /dev/nvme1n1 (vol-0123456789abcdef0) from 42.0%, "
+                                 "queue depth auto (4 to 256), 1024 KiB reads");
+        s.queue_depth = 8;
+        s.rate_limit = 100 * MiB;
+        s.mode = HYDRATE_MODE_USED;
+        s.yield = false;
+        report_started(buf, sizeof(buf), &st, st.key, "/dev/nvme1n1", &s);
+        assert_string_equal(buf, "Hydrating /dev/nvme1n1 (vol-0123456789abcdef0) from 42.0%, "
+                                 "queue depth 8, 1024 KiB reads, rate limited, Mode=used, "
+                                 "Yield=no");
+        report_start_failed(buf, sizeof(buf), &st, st.key, "/dev/nvme1n1", -ENOMEM);
+        assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration failed at "
+                                 "42.0%: cannot start: Cannot allocate memory; progress saved");
+        report_stopped_mapping(buf, sizeof(buf), st.key, true, false);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped while mapping the file systems, "
+                                 "nothing read");
+        report_stopped_mapping(buf, sizeof(buf), st.key, true, true);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped while mapping the file systems, "
+                                 "nothing read; waiting for the stalled device");
+        report_stopped_mapping(buf, sizeof(buf), st.key, false, false);
+        assert_string_equal(buf, "vol-0123456789abcdef0: stopped while mapping the file systems, "
+                                 "before reading; nothing to save");
+        st.depth = 29;
+        st.depth_changes = 57;
+        st.latency_usec = 579700;
+        report_depth_at_end(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: queue depth 29 at the end (auto, 57 "
+                                 "changes; mean latency 579.7 ms)");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_report_summary),
@@ -399,6 +440,7 @@ int main(void) {
                 cmocka_unit_test(test_status_waiting_for_aio),
                 cmocka_unit_test(test_exit_status_errno),
                 cmocka_unit_test(test_record),
+                cmocka_unit_test(test_report_start_and_end_lines),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

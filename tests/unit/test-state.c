@@ -5,6 +5,7 @@
  * setting a damaged file aside; file modes, and links or FIFOs planted under the state's names.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -684,6 +685,61 @@ static void test_state_files_of_before_still_load(void **state) {
         }
 }
 
+/* Only "<valid key>.state" names a state file; its key is the name without the suffix. */
+static void test_state_key_from_file_name(void **state) {
+        static const char *const not_state[] = {
+                ".state",      "vol-1.lock",    ".vol-1.state.tmp", "vol-1.state.mismatch-20260101",
+                "vol 1.state", ".hidden.state", "vol-1.stat",       "vol-1.statex",
+        };
+        char key[STATE_KEY_MAX + 1], longest[STATE_KEY_MAX + sizeof(STATE_SUFFIX) + 1];
+
+        assert_true(state_key_from_file_name("vol-1.state", strlen("vol-1.state"), key));
+        assert_string_equal(key, "vol-1");
+        /* @len, not the NUL, ends the name (an inotify event's name is padded) */
+        assert_true(state_key_from_file_name("vol-2.state\0\0", strlen("vol-2.state"), key));
+        assert_string_equal(key, "vol-2");
+        for (size_t i = 0; i < ELEMENTSOF(not_state); i++)
+                assert_false(state_key_from_file_name(not_state[i], strlen(not_state[i]), key));
+        memset(longest, 'k', STATE_KEY_MAX);
+        strcpy(longest + STATE_KEY_MAX, STATE_SUFFIX);
+        assert_true(state_key_from_file_name(longest, strlen(longest), key));
+        assert_int_equal(strlen(key), STATE_KEY_MAX);
+        memset(longest, 'k', STATE_KEY_MAX + 1); /* one too long */
+        strcpy(longest + STATE_KEY_MAX + 1, STATE_SUFFIX);
+        assert_false(state_key_from_file_name(longest, strlen(longest), key));
+}
+
+/* state_dir_next(): every state file's key once, and nothing else the directory holds. */
+static void test_state_dir_next(void **state) {
+        Fixture *f = *state;
+        static const char *const names[] = {"vol-a.state", "vol-b.state", "vol-a.lock",
+                                            ".vol-a.state.tmp", "notes"};
+        char key[STATE_KEY_MAX + 1];
+        bool a = false, b = false;
+        DIR *d;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                int fd = openat(f->dir_fd, names[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+                assert_true(fd >= 0);
+                close(fd);
+        }
+        d = opendir(f->dir);
+        assert_non_null(d);
+        while ((r = state_dir_next(d, key)) > 0) {
+                if (strcmp(key, "vol-a") == 0 && !a)
+                        a = true;
+                else if (strcmp(key, "vol-b") == 0 && !b)
+                        b = true;
+                else
+                        fail_msg("unexpected key '%s'", key);
+        }
+        assert_int_equal(r, 0);
+        assert_true(a && b);
+        closedir(d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
@@ -715,6 +771,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_state_save_fsync_eio, setup, teardown_fsync),
                 cmocka_unit_test_setup_teardown(test_state_save_dir_fsync_eio, setup,
                                                 teardown_fsync),
+                cmocka_unit_test(test_state_key_from_file_name),
+                cmocka_unit_test_setup_teardown(test_state_dir_next, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

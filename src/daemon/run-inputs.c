@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What a run needs before it reads: DEVICE, its checkpoint's name, its settings, the state
- * directory (see prepare.h). */
+ * directory (see run-inputs.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -12,11 +12,11 @@
 
 #include "build-config.h"
 #include "log.h"
-#include "prepare.h"
+#include "run-inputs.h"
 #include "state.h"
 #include "util.h"
 
-int prepare_device(const Args *a, const char *sysfs_root, BlockDevice *ret) {
+int inputs_device(const Args *a, const char *sysfs_root, BlockDevice *ret) {
         _cleanup_free_ char *path = NULL, *error = NULL;
         char whole[KERNEL_NAME_MAX] = "";
         int r;
@@ -41,7 +41,7 @@ int prepare_device(const Args *a, const char *sysfs_root, BlockDevice *ret) {
         return 0;
 }
 
-int prepare_state_key(const Args *a, const DeviceIdentity *id, char *key, size_t size) {
+int inputs_state_key(const Args *a, const DeviceIdentity *id, char *key, size_t size) {
         int r;
 
         if (a->state_key) {
@@ -63,7 +63,7 @@ int prepare_state_key(const Args *a, const DeviceIdentity *id, char *key, size_t
         return 0;
 }
 
-int prepare_settings(const Args *a, const DeviceIdentity *id, HydrateSettings *ret) {
+int inputs_settings(const Args *a, const DeviceIdentity *id, HydrateSettings *ret) {
         const char *defaults[] = {EBS_HYDRATE_VENDOR_CONF_DIR, EBS_HYDRATE_ETC_CONF_DIR, NULL};
         const char *one[] = {a->config_dir, NULL};
         MatchTarget t = {id->volume_id, id->device_name, id->kernel_name};
@@ -129,7 +129,7 @@ static int env_first_dir(const char *var, char **ret) {
         return *ret ? 0 : log_error_errno(-ENOMEM, "Out of memory");
 }
 
-int prepare_runtime_dir(char **ret_path) {
+int inputs_runtime_dir(char **ret_path) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -179,7 +179,7 @@ int prepare_runtime_dir(char **ret_path) {
         return TAKE_FD(fd);
 }
 
-int prepare_state_dir_path(const Args *a, char **ret_path) {
+int inputs_state_dir_path(const Args *a, char **ret_path) {
         int r;
 
         if (a->state_dir) {
@@ -193,12 +193,12 @@ int prepare_state_dir_path(const Args *a, char **ret_path) {
         return *ret_path ? 0 : log_error_errno(-ENOMEM, "Out of memory");
 }
 
-int prepare_state_dir(const Args *a, char **ret_path) {
+int inputs_state_dir(const Args *a, char **ret_path) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_close_ int fd = -1;
         int r;
 
-        r = prepare_state_dir_path(a, &dir);
+        r = inputs_state_dir_path(a, &dir);
         if (r < 0)
                 return r;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)

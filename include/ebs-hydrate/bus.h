@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The D-Bus interface between ebs-hydrated (src/daemon/bus.c) and ebs-hydratectl
- * (src/ctl/ctl-bus.c): names, properties and methods, defined once for both ends. Fixed: the
- * policy file (units/org.ebshydrate.Volume1.conf), ebs-hydrated(8) and scripts depend on them.
+ * The D-Bus interface of ebs-hydrated: names, properties and methods, used by both ends
+ * (src/daemon/bus.c, src/ctl/ctl-bus.c) and by any other client. Fixed within a major version:
+ * the policy file (units/org.ebshydrate.Volume1.conf), ebs-hydrated(8) and scripts depend on
+ * them.
  */
-#pragma once
+#ifndef EBS_HYDRATE_BUS_H
+#define EBS_HYDRATE_BUS_H
 
-#include <stdint.h>
+#include <ebs-hydrate/volume.h>
 
 /* One bus name per instance: the prefix, then the kernel name with '-' for anything a bus name
  * element cannot hold (hydrate_bus_name()). */
@@ -38,16 +40,7 @@
 #define HYDRATE_BUS_METHOD_RESUME "Resume"
 #define HYDRATE_BUS_METHOD_SET_RATE_LIMIT "SetRateLimit" /* t: bytes per second, 0 = none */
 
-/* Values of Phase: the stage of the plan being read (plan_stage_to_string(), src/core/plan.c),
- * then "done". */
-#define HYDRATE_BUS_PHASE_METADATA "metadata"
-#define HYDRATE_BUS_PHASE_HOT_PATHS "hot-paths"
-#define HYDRATE_BUS_PHASE_USED "used"
-#define HYDRATE_BUS_PHASE_FREE "free"
-#define HYDRATE_BUS_PHASE_DONE "done"
+/* Values of Phase and State: volume.h's EBS_HYDRATE_PHASE_* and EBS_HYDRATE_STATE_HYDRATING,
+ * _PAUSED, _COMPLETED and _FAILED. */
 
-/* Values of State. */
-#define HYDRATE_BUS_STATE_HYDRATING "hydrating"
-#define HYDRATE_BUS_STATE_PAUSED "paused"
-#define HYDRATE_BUS_STATE_COMPLETED "completed"
-#define HYDRATE_BUS_STATE_FAILED "failed"
+#endif
