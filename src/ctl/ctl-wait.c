@@ -90,10 +90,17 @@ static size_t mount_holds(const char *mnt, const char *path) {
 
 /* The innermost mount that holds a path, as /proc/self/mountinfo says. */
 typedef struct MountInfo {
-        char fstype[64];
-        char source[PATH_MAX];
+        char *fstype;
+        char *source;  /* unescaped */
         char *options; /* the super block's, unescaped only per option */
 } MountInfo;
+
+static void mount_info_done(MountInfo *m) {
+        free(m->fstype);
+        free(m->source);
+        free(m->options);
+        *m = (MountInfo){};
+}
 
 typedef struct MountSearch {
         const char *path; /* real */
@@ -107,15 +114,12 @@ static int mount_of_cb(const MountEntry *m, void *userdata) {
 
         if (n == 0 || n < q->best_len) /* the later of two mounts on one point wins */
                 return 0;
-        if (strlen(m->fstype) >= sizeof(q->ret->fstype) ||
-            strlen(m->source) >= sizeof(q->ret->source))
-                return 0;
         q->best_len = n;
-        strcpy(q->ret->source, m->source);
-        strcpy(q->ret->fstype, m->fstype);
-        free(q->ret->options);
+        mount_info_done(q->ret);
+        q->ret->fstype = strdup(m->fstype);
+        q->ret->source = strdup(m->source);
         q->ret->options = strdup(m->super_options);
-        return q->ret->options ? 0 : -ENOMEM;
+        return q->ret->fstype && q->ret->source && q->ret->options ? 0 : -ENOMEM;
 }
 
 /*
@@ -132,9 +136,11 @@ static int mount_of(const char *path, MountInfo *ret) {
                 return -errno;
         q.path = real;
         r = mountinfo_foreach(mount_of_cb, &q);
-        if (r < 0)
-                return r;
-        return q.best_len > 0 ? 0 : -ENODEV;
+        if (r < 0 || q.best_len == 0) {
+                mount_info_done(ret);
+                return r < 0 ? r : -ENODEV;
+        }
+        return 0;
 }
 
 static int add_path(Target *t, const char *path, unsigned depth);
@@ -222,7 +228,7 @@ static int add_overlay_layers(Target *t, const char *path, char *options, unsign
  * layers'. 0, or -errno (logged). */
 static int add_path(Target *t, const char *path, unsigned depth) {
         _cleanup_free_ char *dir = NULL;
-        MountInfo m = {};
+        _cleanup_(mount_info_done) MountInfo m = {};
         struct stat st;
         dev_t devnum;
         int r;
@@ -245,15 +251,13 @@ static int add_path(Target *t, const char *path, unsigned depth) {
                         else
                                 r = add_disks_of(t, dir);
                 } else if (strcmp(m.fstype, "overlay") == 0) {
-                        r = depth < 4 ? add_overlay_layers(t, path, m.options, depth)
-                                      : log_error_errno(-ELOOP,
-                                                        "%s: overlays nested too deep to follow",
-                                                        path);
-                        free(m.options);
-                        return r;
+                        return depth < 4 ? add_overlay_layers(t, path, m.options, depth)
+                                         : log_error_errno(-ELOOP,
+                                                           "%s: overlays nested too deep to "
+                                                           "follow",
+                                                           path);
                 }
         }
-        free(m.options);
         if (r == -ENOMEM)
                 return log_error_errno(r, "Out of memory");
         if (r < 0)

@@ -84,6 +84,18 @@ static void test_inputs_state_dir_path(void **state) {
         free(p);
 }
 
+/* What an inputs_*_dir() call returned: a descriptor of @dir, its path, and @dir in @mode. */
+static void assert_dir_opened(int fd, char *path, const char *dir, mode_t mode) {
+        struct stat st;
+
+        assert_true(fd >= 0);
+        assert_string_equal(path, dir);
+        assert_int_equal(stat(dir, &st), 0);
+        assert_int_equal(st.st_mode & 07777, mode);
+        close(fd);
+        free(path);
+}
+
 /* Created 0700 if missing; one open to others, or not a directory, is refused. */
 static void test_inputs_state_dir(void **state) {
         Fixture *f = *state;
@@ -91,16 +103,10 @@ static void test_inputs_state_dir(void **state) {
                             *file = xasprintf("%s/file", f->root);
         Args a = {.state_dir = dir};
         char *path = NULL;
-        struct stat st;
         int fd;
 
         fd = inputs_state_dir(&a, &path);
-        assert_true(fd >= 0);
-        assert_string_equal(path, dir);
-        assert_int_equal(stat(dir, &st), 0);
-        assert_int_equal(st.st_mode & 07777, 0700);
-        close(fd);
-        free(path);
+        assert_dir_opened(fd, path, dir, 0700);
         path = NULL;
         assert_int_equal(chmod(dir, 0755), 0);
         assert_true(inputs_state_dir(&a, &path) < 0);
@@ -116,18 +122,12 @@ static void test_inputs_runtime_dir(void **state) {
         Fixture *f = *state;
         _cleanup_free_ char *dir = xasprintf("%s/run", f->root);
         char *path = NULL;
-        struct stat st;
         int fd;
 
         assert_int_equal(mkdir(dir, 0700), 0);
         assert_int_equal(setenv("RUNTIME_DIRECTORY", dir, 1), 0);
         fd = inputs_runtime_dir(&path);
-        assert_true(fd >= 0);
-        assert_string_equal(path, dir);
-        assert_int_equal(stat(dir, &st), 0);
-        assert_int_equal(st.st_mode & 0777, 0755);
-        close(fd);
-        free(path);
+        assert_dir_opened(fd, path, dir, 0755);
         assert_int_equal(chmod(dir, 0777), 0);
         assert_int_equal(inputs_runtime_dir(NULL), -EPERM);
 }
