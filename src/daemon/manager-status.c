@@ -20,7 +20,7 @@ static unsigned terminal_width(void) {
         struct winsize ws;
 
         if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-                return ws.ws_col; /* however narrow: progress_format_bar() fits itself to it */
+                return ws.ws_col; /* however narrow: report_format_bar() fits itself to it */
         return 80;
 }
 
@@ -34,8 +34,8 @@ void manager_draw_bar(Manager *run) {
         if (st.phase != HYDRATOR_HYDRATING && st.run_usec > 0) /* the last frame: the average */
                 st.rate = (uint64_t)((double)st.run_bytes * (double)USEC_PER_SEC /
                                      (double)st.run_usec);
-        progress_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
-                            st.rate);
+        report_format_bar(line, sizeof(line), terminal_width() - 1, st.done_bytes, st.size,
+                          st.rate);
         (void)output_printf(STDERR_FILENO, "\r\033[K%s", line);
         output_bar_drawn(true);
         run->bar_drawn = true;

@@ -146,7 +146,7 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                                  st->stalled_usec / USEC_PER_SEC);
                         break;
                 }
-                progress_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
+                report_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
                 append_plan(buf, size, &st->plan);
                 if (st->yielding) {
                         size_t n = strlen(buf);

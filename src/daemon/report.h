@@ -105,3 +105,15 @@ void report_record(const HydratorStatus *st, VolumeRecord *r);
 
 /* report_cold_free_bytes() - free space a Mode=used run leaves unread; 0 in full mode. */
 uint64_t report_cold_free_bytes(const HydratorStatus *st);
+
+/* report-progress.c: progress in flight. */
+/* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left" */
+char *report_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
+                           uint64_t total_bytes, uint64_t rate);
+/*
+ * "[########............]  42.1%  12.3/29.3 GiB  187 MiB/s  ETA 3 min", never wider than @width
+ * columns: the bar shrinks to 10, then the ETA, rate, amounts and bar go, the percentage stays. The
+ * amounts are in the unit of the total (KiB, MiB, GiB or TiB).
+ */
+char *report_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
+                        uint64_t total_bytes, uint64_t rate);

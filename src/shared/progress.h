@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Progress arithmetic and its human renderings: a sliding-window rate, the ETA, the percent
- * shown to users (never 100.0 before it is true), and the STATUS=, progress-bar and summary
- * lines. Pure functions over numbers; the callers own clocks and output.
+ * Progress arithmetic: a sliding-window rate, the ETA, the percent shown to users (never 100.0
+ * before it is true), and the numbers in words (a per-mille, a rate). Pure functions over
+ * numbers; the callers own clocks and output. The STATUS= line and the bar: daemon/report.h.
  */
 #pragma once
 
@@ -42,14 +42,3 @@ char *format_permille(char buf[static FORMAT_PERMILLE_MAX], unsigned permille);
 
 /* "187 MiB/s", "4.2 MiB/s", "512 KiB/s" into buf. */
 char *format_rate(char *buf, size_t size, uint64_t bytes_per_second);
-
-/* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left" */
-char *progress_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
-                             uint64_t total_bytes, uint64_t rate);
-/*
- * "[########............]  42.1%  12.3/29.3 GiB  187 MiB/s  ETA 3 min", never wider than @width
- * columns: the bar shrinks to 10, then the ETA, rate, amounts and bar go, the percentage stays. The
- * amounts are in the unit of the total (KiB, MiB, GiB or TiB).
- */
-char *progress_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
-                          uint64_t total_bytes, uint64_t rate);
