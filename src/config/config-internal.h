@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ typedef enum MatchKey {
         MATCH_DEVICE_NAME,
         MATCH_KERNEL_NAME,
         _MATCH_KEY_MAX,
+        _MATCH_KEY_INVALID = -EINVAL,
 } MatchKey;
 
 /* One file being parsed: inih's reader and handler both work on it. */

@@ -14,6 +14,7 @@
 #include "config-internal.h"
 #include "config.h"
 #include "parse.h"
+#include "string-table.h"
 #include "util.h"
 
 #define BLOCK_SIZE_ALIGN UINT64_C(4096)
@@ -78,22 +79,20 @@ int hydrate_parse_rate_limit(const char *s, uint64_t *ret) {
         return parse_size(s, ret) < 0 ? -EINVAL : 0;
 }
 
-static const char *const mode_names[_HYDRATE_MODE_MAX] = {
+static const char *const hydrate_mode_table[_HYDRATE_MODE_MAX] = {
         [HYDRATE_MODE_FULL] = "full",
         [HYDRATE_MODE_USED] = "used",
 };
 
-const char *hydrate_mode_to_string(HydrateMode mode) {
-        return mode >= 0 && mode < _HYDRATE_MODE_MAX ? mode_names[mode] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(hydrate_mode, HydrateMode)
 
 int hydrate_parse_mode(const char *s, HydrateMode *ret) {
-        for (HydrateMode m = 0; m < _HYDRATE_MODE_MAX; m++)
-                if (streq(s, mode_names[m])) {
-                        *ret = m;
-                        return 0;
-                }
-        return -EINVAL;
+        ssize_t m = string_table_lookup(hydrate_mode_table, ELEMENTSOF(hydrate_mode_table), s);
+
+        if (m < 0)
+                return (int)m;
+        *ret = (HydrateMode)m;
+        return 0;
 }
 
 static int parse_queue_depth(Parser *p, const char *key, const char *value) {

@@ -15,13 +15,16 @@
 #include "alloc-util.h"
 #include "config-internal.h"
 #include "config.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const match_key_names[_MATCH_KEY_MAX] = {
+static const char *const match_key_table[_MATCH_KEY_MAX] = {
         [MATCH_VOLUME_ID] = "VolumeId",
         [MATCH_DEVICE_NAME] = "DeviceName",
         [MATCH_KERNEL_NAME] = "KernelName",
 };
+
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(match_key, MatchKey)
 
 /* Why a pattern with a '/' can never match: none of the names has one. */
 static const char *const match_key_no_slash[_MATCH_KEY_MAX] = {
@@ -187,32 +190,30 @@ static int check_pattern(Parser *p, MatchKey k, const char *w, size_t len) {
         if (!why)
                 return 0;
         return parser_fail(p, -EINVAL, "invalid pattern '%s' in %s= (%s)",
-                           ESCAPED(pattern, SIZE_MAX), match_key_names[k], why);
+                           ESCAPED(pattern, SIZE_MAX), match_key_to_string(k), why);
 }
 
 int parse_match_key(Parser *p, const char *key, const char *value) {
-        for (MatchKey k = 0; k < _MATCH_KEY_MAX; k++) {
-                if (!streq(key, match_key_names[k]))
-                        continue;
-                if (isempty(value)) {
-                        p->match[k] = strv_free(p->match[k]);
-                        return 0;
-                }
-                for (const char *w = value + strspn(value, WHITESPACE); *w;
-                     w += strspn(w, WHITESPACE)) {
-                        size_t len = strcspn(w, WHITESPACE);
-                        int r = check_pattern(p, k, w, len);
+        MatchKey k = match_key_from_string(key);
 
-                        if (r < 0)
-                                return r;
-                        w += len;
-                }
-                if (strv_extend_words(&p->match[k], value) < 0)
-                        return parser_fail(p, -ENOMEM, "out of memory");
+        if (k < 0)
+                return parser_fail(p, -EINVAL, "unknown key '%s' in section [Match]",
+                                   ESCAPED(key, SIZE_MAX));
+        if (isempty(value)) {
+                p->match[k] = strv_free(p->match[k]);
                 return 0;
         }
-        return parser_fail(p, -EINVAL, "unknown key '%s' in section [Match]",
-                           ESCAPED(key, SIZE_MAX));
+        for (const char *w = value + strspn(value, WHITESPACE); *w; w += strspn(w, WHITESPACE)) {
+                size_t len = strcspn(w, WHITESPACE);
+                int r = check_pattern(p, k, w, len);
+
+                if (r < 0)
+                        return r;
+                w += len;
+        }
+        if (strv_extend_words(&p->match[k], value) < 0)
+                return parser_fail(p, -ENOMEM, "out of memory");
+        return 0;
 }
 
 static bool patterns_match(char **patterns, MatchKey k, const char *value) {

@@ -14,15 +14,9 @@
 
 #include "plan.h"
 #include "progress.h"
+#include "record.h"
+#include "string-table.h"
 #include "util.h"
-
-static const char *const stage_names[_PLAN_STAGE_MAX + 1] = {
-        [PLAN_STAGE_METADATA] = EBS_HYDRATE_PHASE_METADATA,
-        [PLAN_STAGE_HOT] = EBS_HYDRATE_PHASE_HOT_PATHS,
-        [PLAN_STAGE_USED] = EBS_HYDRATE_PHASE_USED,
-        [PLAN_STAGE_FREE] = EBS_HYDRATE_PHASE_FREE,
-        [_PLAN_STAGE_MAX] = EBS_HYDRATE_PHASE_DONE,
-};
 
 static const char *const stage_human[_PLAN_STAGE_MAX + 1] = {
         [PLAN_STAGE_METADATA] = "metadata", [PLAN_STAGE_HOT] = "hot paths",
@@ -30,12 +24,20 @@ static const char *const stage_human[_PLAN_STAGE_MAX + 1] = {
         [_PLAN_STAGE_MAX] = "done",
 };
 
+/* The stages' names are the record's phases (ebs-hydrate/volume.h), in the same order. */
+_Static_assert((int)RECORD_PHASE_METADATA == (int)PLAN_STAGE_METADATA &&
+                       (int)RECORD_PHASE_HOT == (int)PLAN_STAGE_HOT &&
+                       (int)RECORD_PHASE_USED == (int)PLAN_STAGE_USED &&
+                       (int)RECORD_PHASE_FREE == (int)PLAN_STAGE_FREE &&
+                       (int)RECORD_PHASE_DONE == (int)_PLAN_STAGE_MAX,
+               "record phases follow the plan's stages");
+
 const char *plan_stage_to_string(PlanStage s) {
-        return s <= _PLAN_STAGE_MAX ? stage_names[s] : NULL;
+        return record_phase_to_string((RecordPhase)s);
 }
 
 const char *plan_stage_to_human(PlanStage s) {
-        return s <= _PLAN_STAGE_MAX ? stage_human[s] : NULL;
+        return string_table_get(stage_human, ELEMENTSOF(stage_human), (ssize_t)s);
 }
 
 /* The stage of a chunk of each kind: FS_RANGE_METADATA, _USED, _FREE, and FS_CHUNK_UNKNOWN. */

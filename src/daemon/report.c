@@ -27,14 +27,6 @@ const char *report_failure_reason(int error) {
         return strerror(error < 0 ? -error : EIO);
 }
 
-/* The record names the plan's stages as plan.h does, in the same order. */
-_Static_assert((int)RECORD_PHASE_METADATA == (int)PLAN_STAGE_METADATA &&
-                       (int)RECORD_PHASE_HOT == (int)PLAN_STAGE_HOT &&
-                       (int)RECORD_PHASE_USED == (int)PLAN_STAGE_USED &&
-                       (int)RECORD_PHASE_FREE == (int)PLAN_STAGE_FREE &&
-                       (int)RECORD_PHASE_DONE == (int)_PLAN_STAGE_MAX,
-               "record phases follow the plan's stages");
-
 void report_record(const HydratorStatus *st, VolumeRecord *r) {
         r->size_bytes = st->size;
         r->hydrated_bytes = MIN(st->done_bytes, st->size);
@@ -62,8 +54,9 @@ void report_record(const HydratorStatus *st, VolumeRecord *r) {
                 r->state = RECORD_STOPPED;
                 break;
         }
-        r->phase = st->plan.current <= _PLAN_STAGE_MAX ? (RecordPhase)st->plan.current
-                                                       : RECORD_PHASE_METADATA;
+        r->phase = st->plan.current <= _PLAN_STAGE_MAX
+                           ? (RecordPhase)st->plan.current /* same order: plan.c */
+                           : RECORD_PHASE_METADATA;
 }
 
 uint64_t report_cold_free_bytes(const HydratorStatus *st) {

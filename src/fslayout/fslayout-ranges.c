@@ -13,6 +13,7 @@
 #include "alloc-util.h"
 #include "fslayout-scan.h"
 #include "fslayout.h"
+#include "string-table.h"
 #include "util.h"
 
 int fs_range_list_add(FsRangeList *l, uint64_t offset, uint64_t length, FsRangeKind kind) {
@@ -67,15 +68,13 @@ void fs_range_list_done(FsRangeList *l) {
         *l = (FsRangeList){};
 }
 
-const char *fs_range_kind_to_string(FsRangeKind kind) {
-        static const char *const names[_FS_RANGE_KIND_MAX] = {
-                [FS_RANGE_METADATA] = "metadata",
-                [FS_RANGE_USED] = "used",
-                [FS_RANGE_FREE] = "free",
-        };
+static const char *const fs_range_kind_table[_FS_RANGE_KIND_MAX] = {
+        [FS_RANGE_METADATA] = "metadata",
+        [FS_RANGE_USED] = "used",
+        [FS_RANGE_FREE] = "free",
+};
 
-        return (unsigned)kind < _FS_RANGE_KIND_MAX ? names[kind] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(fs_range_kind, FsRangeKind)
 
 /* A range's start (+1) or end (-1) at a position, for the sweep in fs_ranges_normalize(). */
 typedef struct Edge {

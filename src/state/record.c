@@ -11,8 +11,9 @@
 #include "fileio.h"
 #include "parse.h"
 #include "record.h"
+#include "string-table.h"
 
-static const char *const state_names[_RECORD_STATE_MAX] = {
+static const char *const record_state_table[_RECORD_STATE_MAX] = {
         [RECORD_HYDRATING] = EBS_HYDRATE_STATE_HYDRATING,
         [RECORD_PAUSED] = EBS_HYDRATE_STATE_PAUSED,
         [RECORD_COMPLETED] = EBS_HYDRATE_STATE_COMPLETED,
@@ -22,7 +23,7 @@ static const char *const state_names[_RECORD_STATE_MAX] = {
 };
 
 /* The names of plan.h's stages, which D-Bus Phase also uses. */
-static const char *const phase_names[_RECORD_PHASE_MAX] = {
+static const char *const record_phase_table[_RECORD_PHASE_MAX] = {
         [RECORD_PHASE_METADATA] = EBS_HYDRATE_PHASE_METADATA,
         [RECORD_PHASE_HOT] = EBS_HYDRATE_PHASE_HOT_PATHS,
         [RECORD_PHASE_USED] = EBS_HYDRATE_PHASE_USED,
@@ -30,27 +31,8 @@ static const char *const phase_names[_RECORD_PHASE_MAX] = {
         [RECORD_PHASE_DONE] = EBS_HYDRATE_PHASE_DONE,
 };
 
-const char *record_state_to_string(RecordState s) {
-        return s >= 0 && s < _RECORD_STATE_MAX ? state_names[s] : NULL;
-}
-
-RecordState record_state_from_string(const char *s) {
-        for (int i = 0; s && i < _RECORD_STATE_MAX; i++)
-                if (strcmp(s, state_names[i]) == 0)
-                        return (RecordState)i;
-        return _RECORD_STATE_INVALID;
-}
-
-const char *record_phase_to_string(RecordPhase p) {
-        return p >= 0 && p < _RECORD_PHASE_MAX ? phase_names[p] : NULL;
-}
-
-RecordPhase record_phase_from_string(const char *s) {
-        for (int i = 0; s && i < _RECORD_PHASE_MAX; i++)
-                if (strcmp(s, phase_names[i]) == 0)
-                        return (RecordPhase)i;
-        return _RECORD_PHASE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(record_state, RecordState)
+DEFINE_STRING_TABLE_LOOKUP(record_phase, RecordPhase)
 
 int record_format(const VolumeRecord *r, char *buf, size_t size) {
         const char *state = record_state_to_string(r->state);

@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +36,7 @@ typedef enum RecordState {
         RECORD_STOPPED,   /* stopped, or the device went away: the next run resumes */
         RECORD_DISABLED,  /* Enabled=no: nothing will be read */
         _RECORD_STATE_MAX,
-        _RECORD_STATE_INVALID = -1,
+        _RECORD_STATE_INVALID = -EINVAL,
 } RecordState;
 
 /* The stage being read (PHASE=), in reading order, as the plan and D-Bus Phase name them. */
@@ -46,7 +47,7 @@ typedef enum RecordPhase {
         RECORD_PHASE_FREE,
         RECORD_PHASE_DONE, /* nothing left to read */
         _RECORD_PHASE_MAX,
-        _RECORD_PHASE_INVALID = -1,
+        _RECORD_PHASE_INVALID = -EINVAL,
 } RecordPhase;
 
 typedef struct VolumeRecord {
