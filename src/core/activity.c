@@ -12,6 +12,9 @@
 #include "activity.h"
 #include "util.h"
 
+/* /sys/block/<disk>/stat: 17 numbers of at most 20 digits, and their spaces. */
+#define DISK_STAT_TEXT_MAX 512
+
 int disk_stat_parse(const char *text, DiskStat *ret) {
         uint64_t f[17] = {0};
         int n;
@@ -37,7 +40,7 @@ int disk_stat_parse(const char *text, DiskStat *ret) {
 }
 
 int disk_stat_read(int fd, DiskStat *ret) {
-        char buf[512];
+        char buf[DISK_STAT_TEXT_MAX];
         ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
         if (n < 0)

@@ -125,5 +125,6 @@ double activity_cost(const ActivityFigures *f);
  */
 
 /* disk_family() - "nvme" for nvme1n1, "loop" for loop3, "xvd" for xvdf, "sd" for sdb; the
- * leading letters of anything else. Writes at most @size bytes. */
+ * leading letters of anything else. Writes at most @size bytes (DISK_FAMILY_MAX holds any). */
+#define DISK_FAMILY_MAX 16
 void disk_family(const char *kernel_name, char *ret, size_t size);

@@ -36,7 +36,7 @@ typedef struct Neighbour {
 struct Neighbours {
         char *block_dir;
         char self[KERNEL_NAME_MAX];
-        char family[16];
+        char family[DISK_FAMILY_MAX];
         int runtime_fd;
         Neighbour items[NEIGHBOURS_MAX];
         unsigned n;
@@ -72,7 +72,7 @@ static void find_sibling(Neighbours *n, Neighbour *x) {
 /* Adds @name if it is of our family, not us, readable, and there is room. */
 static void add(Neighbours *n, const char *name, uint64_t now) {
         _cleanup_free_ char *path = NULL, *dev = NULL;
-        char family[16];
+        char family[DISK_FAMILY_MAX];
         Neighbour *x;
         DiskStat st;
         int fd;

@@ -254,7 +254,8 @@ void plan_get_progress(const Plan *p, PlanProgress *ret) {
         memcpy(ret->total_bytes, p->total_bytes, sizeof(ret->total_bytes));
 }
 
-/* "done", "63%", "next": how far one stage is. */
+/* "done", "63%", "next", "skipped (Mode=used)": how far one stage is. */
+#define STAGE_WORDS_MAX 32
 static void format_stage(char *buf, size_t size, const PlanProgress *pp, PlanStage s) {
         unsigned pm = progress_permille(pp->done_bytes[s], pp->total_bytes[s]);
 
@@ -277,7 +278,7 @@ char *plan_progress_format(char *buf, size_t size, const PlanProgress *pp) {
                 return buf;
         buf[0] = '\0';
         for (PlanStage s = 0; s < _PLAN_STAGE_MAX && n < size; s++) {
-                char how[32];
+                char how[STAGE_WORDS_MAX];
 
                 if (pp->total_bytes[s] == 0 && !(s == PLAN_STAGE_HOT && pp->hot_pending))
                         continue;

@@ -122,6 +122,7 @@ const char *plan_stage_to_human(PlanStage s);
  * plan_progress_format() - "metadata done, hot paths 63%, used 12%, free space next" into
  * @buf: every stage with bytes, the current one and those partly done in percent (rounded
  * down), a skipped free stage as "free space skipped (Mode=used)", hot paths still being
- * resolved as "hot paths being mapped". Returns @buf.
+ * resolved as "hot paths being mapped". Returns @buf, which PLAN_PROGRESS_FORMAT_MAX holds.
  */
+#define PLAN_PROGRESS_FORMAT_MAX 160
 char *plan_progress_format(char *buf, size_t size, const PlanProgress *pp);

@@ -18,7 +18,7 @@
 
 int thread_reads_parse(const char *text, uint64_t *ret) {
         for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-                char digits[24];
+                char digits[DECIMAL_STR_MAX(uint64_t)];
                 size_t n;
 
                 if (strncmp(p, "read_bytes: ", 12) != 0)

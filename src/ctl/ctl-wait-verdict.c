@@ -54,7 +54,7 @@ int wait_parse_timeout(const char *s, uint64_t *ret_usec) {
                 {"sec", USEC_PER_SEC},      {"m", 60 * USEC_PER_SEC},    {"min", 60 * USEC_PER_SEC},
                 {"h", 3600 * USEC_PER_SEC}, {"d", 86400 * USEC_PER_SEC},
         };
-        char digits[24];
+        char digits[DECIMAL_STR_MAX(uint64_t)];
         size_t n;
         uint64_t v;
 

@@ -46,11 +46,11 @@ static const struct {
 
 typedef struct Row {
         const char *cell[N_COLUMNS];
-        char hydrated[16];
+        char hydrated[FORMAT_PERMILLE_MAX + 1]; /* "42.1%" */
         char size[FORMAT_BYTES_MAX];
-        char rate[32];
+        char rate[FORMAT_RATE_MAX];
         char eta[FORMAT_DURATION_MAX];
-        char errors[24];
+        char errors[DECIMAL_STR_MAX(uint64_t)];
 } Row;
 
 static const char *or_dash(const char *s) {
@@ -180,7 +180,7 @@ static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
         _cleanup_json_ struct json_object *o = json_object_new_object();
         unsigned pm = volume_info_permille(v);
         char pmb[FORMAT_PERMILLE_MAX];
-        char percent[16];
+        char percent[FORMAT_PERMILLE_MAX + 1];
 
         if (!o)
                 return -ENOMEM;

@@ -26,7 +26,7 @@ static unsigned terminal_width(void) {
 
 void manager_draw_bar(Manager *run) {
         HydratorStatus st;
-        char line[256];
+        char line[REPORT_LINE_MAX];
 
         if (!run->bar)
                 return;
@@ -155,7 +155,7 @@ void manager_settle_record(Manager *run) {
 
 void manager_notify_status(Manager *run) {
         HydratorStatus st;
-        char line[512];
+        char line[REPORT_LINE_MAX];
 
         hydrator_get_status(run->hydrator, &st);
         if (st.plan.mapping && st.phase != HYDRATOR_FAILED && st.phase != HYDRATOR_DETACHED &&

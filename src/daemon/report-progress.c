@@ -15,6 +15,10 @@
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 
+/* "about 3 h 20 min left", "ETA 3 h 20 min"; "12.3/29.3 GiB" */
+#define FORMAT_ETA_MAX (sizeof("about  left") + FORMAT_DURATION_MAX)
+#define FORMAT_AMOUNTS_MAX (2 * FORMAT_BYTES_MAX)
+
 static char *format_eta(char *buf, size_t size, uint64_t done, uint64_t total, uint64_t rate) {
         char d[FORMAT_DURATION_MAX];
         uint64_t eta = progress_eta(done, total, rate);
@@ -28,7 +32,7 @@ static char *format_eta(char *buf, size_t size, uint64_t done, uint64_t total, u
 
 char *report_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
                            uint64_t total_bytes, uint64_t rate) {
-        char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], r[32], e[64];
+        char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], r[FORMAT_RATE_MAX], e[FORMAT_ETA_MAX];
         unsigned pm = progress_permille(done_bytes, total_bytes);
         char pmb[FORMAT_PERMILLE_MAX];
 
@@ -65,8 +69,8 @@ static void format_amounts(char *buf, size_t size, uint64_t done_bytes, uint64_t
  */
 char *report_format_bar(char *buf, size_t size, unsigned width, uint64_t done_bytes,
                         uint64_t total_bytes, uint64_t rate) {
-        char pct[FORMAT_PERMILLE_MAX + 4], amounts[64], r[32], d[FORMAT_DURATION_MAX], eta_s[48],
-                tail[256];
+        char pct[FORMAT_PERMILLE_MAX + 4], amounts[FORMAT_AMOUNTS_MAX], r[FORMAT_RATE_MAX],
+                d[FORMAT_DURATION_MAX], eta_s[FORMAT_ETA_MAX], tail[256];
         unsigned pm = progress_permille(done_bytes, total_bytes), bar, fill;
         char pmb[FORMAT_PERMILLE_MAX];
         uint64_t eta = progress_eta(done_bytes, total_bytes, rate);

@@ -81,7 +81,7 @@ static size_t append_bad_ranges(char *buf, size_t size, size_t n, const Hydrator
  * plan knows more than "the whole device is used". */
 static void append_plan(char *buf, size_t size, const PlanProgress *pp) {
         size_t n = strlen(buf);
-        char stages[160];
+        char stages[PLAN_PROGRESS_FORMAT_MAX];
 
         if (!pp->fs_aware || n + 2 >= size)
                 return;
@@ -218,7 +218,7 @@ char *report_status_mapping(char *buf, size_t size, const HydratorStatus *st,
 }
 
 char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
-        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[32];
+        char total[FORMAT_BYTES_MAX], read[FORMAT_BYTES_MAX], rate[FORMAT_RATE_MAX];
         double secs = (double)st->run_usec / (double)USEC_PER_SEC;
         size_t n;
 

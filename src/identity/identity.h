@@ -20,6 +20,10 @@
 #define NVME_IDENTIFY_SIZE 4096
 #define IDENTITY_STABLE_ID_MAX 256
 
+/* Identify Controller's serial number (20 bytes) and model number (40), with a NUL. */
+#define NVME_SERIAL_MAX (20 + 1)
+#define NVME_MODEL_MAX (40 + 1)
+
 typedef struct DeviceIdentity {
         char kernel_name[KERNEL_NAME_MAX];      /* nvme1n1, loop3 */
         bool is_ebs;                            /* model is EBS and serial is a volume id */
@@ -48,8 +52,8 @@ int ebs_device_name_normalize(const char *raw, size_t len, char ret[static EBS_D
 
 typedef struct NvmeIdentify {
         uint16_t vendor_id;                    /* PCI vendor id, bytes 0..1 */
-        char serial[21];                       /* sn, bytes 4..23, padding stripped */
-        char model[41];                        /* mn, bytes 24..63, padding stripped */
+        char serial[NVME_SERIAL_MAX];          /* sn, bytes 4..23, padding stripped */
+        char model[NVME_MODEL_MAX];            /* mn, bytes 24..63, padding stripped */
         char device_name[EBS_DEVICE_NAME_MAX]; /* vendor area 3072..3103 normalised, or "" */
         bool is_ebs;                           /* vendor 0x1D0F, EBS model, valid volume id */
         char volume_id[EBS_VOLUME_ID_MAX];     /* set when is_ebs */

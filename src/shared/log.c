@@ -20,6 +20,7 @@
 #include "log.h"
 #include "parse.h"
 #include "time-util.h"
+#include "util.h"
 
 static const char *log_program = "ebs-hydrate";
 static int log_max_level = LOG_INFO;
@@ -57,13 +58,20 @@ typedef struct OutputStream {
         unsigned lost; /* writes dropped since the last that went through */
 } OutputStream;
 
+/* A message, after its control bytes are escaped (longer is cut); the prefix before it ("<3>",
+ * "ebs-hydrated: "); one line on stderr with both and the bar's erasure; output_printf()'s text. */
+#define LOG_MESSAGE_MAX 1024
+#define LOG_PREFIX_MAX 64
+#define LOG_LINE_MAX (sizeof("\r\033[K") + LOG_PREFIX_MAX + LOG_MESSAGE_MAX + 1)
+#define OUTPUT_PRINTF_MAX 4096
+
 static OutputStream output_streams[3];
 static bool output_bar_shown; /* a progress bar, without its newline, ends stderr */
 /* File-system discovery runs in a thread of its own (discovery.c), and HotPaths= warns from it. */
 static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void output_setup(OutputStream *o, int fd) {
-        char path[32];
+        char path[PROC_PID_PATH_MAX];
         struct stat st;
         int private_fd;
 
@@ -162,7 +170,7 @@ void output_bar_drawn(bool shown) {
 
 /* A log line takes the bar's place on the terminal (the bar is drawn again below it). */
 static void output_log_line(const char *prefix, const char *buf) {
-        char line[1200];
+        char line[LOG_LINE_MAX];
         int n = snprintf(line, sizeof(line), "%s%s%s\n", output_bar_shown ? "\r\033[K" : "", prefix,
                          buf);
 
@@ -173,7 +181,7 @@ static void output_log_line(const char *prefix, const char *buf) {
 }
 
 int output_printf(int fd, const char *format, ...) {
-        char buf[4096];
+        char buf[OUTPUT_PRINTF_MAX];
         va_list ap;
         int n;
 
@@ -226,7 +234,7 @@ static bool journal_wanted(void) {
  */
 static void defang(char *buf, size_t size) {
         static const char hex[] = "0123456789abcdef";
-        char out[1024];
+        char out[LOG_MESSAGE_MAX];
         size_t o = 0;
 
         for (const char *p = buf; *p && o + 5 < sizeof(out); p++) {
@@ -247,7 +255,7 @@ static void defang(char *buf, size_t size) {
 
 void log_volume(int level, const char *message_id, const char *volume_id, const char *device,
                 const char *format, ...) {
-        char buf[1024];
+        char buf[LOG_MESSAGE_MAX];
         va_list ap;
 
         if (level > log_max_level)
@@ -266,7 +274,7 @@ void log_volume(int level, const char *message_id, const char *volume_id, const 
 
 int log_internal(int level, int error, const char *format, ...) {
         int saved = errno;
-        char buf[1024];
+        char buf[LOG_MESSAGE_MAX];
         va_list ap;
 
         if (error < 0)
@@ -276,7 +284,7 @@ int log_internal(int level, int error, const char *format, ...) {
                 (void)vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
                 defang(buf, sizeof(buf));
-                char prefix[64];
+                char prefix[LOG_PREFIX_MAX];
 
                 if (journal_wanted())
                         (void)snprintf(prefix, sizeof(prefix), "<%d>", level);

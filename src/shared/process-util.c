@@ -23,7 +23,7 @@
 /* @pid's state letter (field 3) and start time (field 22) from /proc. */
 static int process_stat(pid_t pid, char *ret_state, uint64_t *ret_start) {
         _cleanup_free_ char *text = NULL;
-        char path[64];
+        char path[PROC_PID_PATH_MAX];
         const char *p;
         size_t size;
         int r;

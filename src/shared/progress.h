@@ -41,4 +41,5 @@ unsigned progress_permille(uint64_t done_bytes, uint64_t total_bytes);
 char *format_permille(char buf[static FORMAT_PERMILLE_MAX], unsigned permille);
 
 /* "187 MiB/s", "4.2 MiB/s", "512 KiB/s" into buf. */
+#define FORMAT_RATE_MAX 32
 char *format_rate(char *buf, size_t size, uint64_t bytes_per_second);

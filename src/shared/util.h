@@ -33,6 +33,12 @@
 #define USEC_PER_SEC UINT64_C(1000000)
 #define MSEC_PER_SEC UINT64_C(1000)
 
+/* Room for a decimal integer of @type with its sign and NUL: 2 + the digits of its maximum. */
+#define DECIMAL_STR_MAX(type) \
+        (2 + (sizeof(type) <= 1 ? 3 : sizeof(type) <= 2 ? 5 : sizeof(type) <= 4 ? 10 : 20))
+/* "/proc/self/fd/<fd>", "/proc/<pid>/stat": a path under /proc named by a number. */
+#define PROC_PID_PATH_MAX (sizeof("/proc/self/fd/") + sizeof("/stat") + DECIMAL_STR_MAX(int64_t))
+
 /* A block device's kernel name (nvme1n1, loop3, nvme1n1p1) with its NUL: longer is refused. */
 #define KERNEL_NAME_MAX 64
 

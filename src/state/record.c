@@ -77,7 +77,7 @@ static int copy_word(char *dst, size_t size, const char *value, size_t len) {
 }
 
 static int copy_number(uint64_t *dst, uint64_t max, const char *value, size_t len) {
-        char word[24];
+        char word[DECIMAL_STR_MAX(uint64_t)];
 
         if (copy_word(word, sizeof(word), value, len) < 0)
                 return -EBADMSG;
