@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "config.h"
+#include "hydrate-settings.h"
 #include "device.h"
 #include "fslayout.h"
 #include "plan.h"

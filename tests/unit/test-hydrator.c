@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "config.h"
 #include "fixtures.h"
 #include "hydrator.h"
 #include "reader.h"

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <ebs-hydrate/bus.h>
+#include "config.h"
 #include "log.h"
 #include "report.h"
 
