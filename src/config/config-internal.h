@@ -17,7 +17,6 @@
 #include "util.h"
 
 #define WHITESPACE " \t\r"
-#define streq(a, b) (strcmp((a), (b)) == 0)
 
 /* At most @n bytes of @s, from one line of a file, escaped for a message (parse.h). The buffer
  * lives until the end of the enclosing block. */
@@ -43,10 +42,6 @@ typedef struct Parser {
         unsigned error_line;
         char *error; /* "PATH:LINE: ..." */
 } Parser;
-
-static inline bool isempty(const char *s) {
-        return !s || !*s;
-}
 
 static inline char **strv_free(char **l) {
         for (char **i = l; i && *i; i++)

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,6 +93,12 @@ static inline int negative_errno(int e) {
 
 static inline const char *strempty(const char *s) {
         return s ?: "";
+}
+
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+static inline bool isempty(const char *s) {
+        return !s || !*s;
 }
 
 static inline int streq_ptr(const char *a, const char *b) {

@@ -29,7 +29,6 @@
 #define DROPIN_DIR ETC_DIR "hydrate.conf.d/"
 #define EXAMPLES_MAX 16
 #define MIB (UINT64_C(1) << 20)
-#define streq(a, b) (strcmp((a), (b)) == 0)
 
 static const char *page_path;
 
