@@ -19,6 +19,9 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
+#define _STRINGIFY(x) #x
+#define STRINGIFY(x) _STRINGIFY(x)
+
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 /* Without (a + b - 1), which wraps for a near the type's maximum. Unsigned operands only. */
 #define DIV_ROUND_UP(a, b) ((a) / (b) + ((a) % (b) != 0))

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# ebs-hydrate-aws against the stand-in for IMDSv2 and EC2 (aws-stub.py, 127.0.0.1 only). Every
+# case runs in a network namespace of its own with only loopback up, so that an endpoint the
+# test forgot to override fails at once instead of sending a packet off this machine; the stub
+# checks every request's SigV4 signature with botocore.
+# Usage: helper.sh CASE PATH-TO-ebs-hydrate-aws
+set -euo pipefail
+CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
+    imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
+    throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage)
+. "$(dirname "$0")/../integration/cases.sh"
+
+HELPER=$(realpath "$2")
+HERE=$(cd "$(dirname "$0")" && pwd)
+VOL=vol-0123456789abcdef0
+
+if [ -z "${EBS_HYDRATE_AWS_NETNS:-}" ]; then
+    if [ "$(id -u)" -ne 0 ] || ! unshare --net true 2>/dev/null; then
+        echo "SKIP: needs root and unshare --net (a network namespace of its own)"
+        exit 77
+    fi
+    exec unshare --net env EBS_HYDRATE_AWS_NETNS=1 "$0" "$@"
+fi
+ip link set lo up
+# Only loopback: nothing can leave, 169.254.169.254 included.
+[ "$(ip -o link show | grep -vc ': lo:')" -eq 0 ] || { echo "FAIL: more than loopback" >&2; exit 1; }
+
+TMP=$(mktemp -d)
+STUB_PID=
+cleanup() {
+    [ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    echo "--- stdout"; cat "$TMP/out" 2>/dev/null
+    echo "--- stderr"; cat "$TMP/err" 2>/dev/null
+    echo "--- stub log"; cat "$TMP/log" 2>/dev/null
+    exit 1
+}
+
+# stub SCENARIO-JSON: start the stand-in; sets $URL.
+stub() {
+    echo "$1" >"$TMP/scenario.json"
+    : >"$TMP/log"
+    "$HERE/aws-stub.py" "$TMP/scenario.json" "$TMP/port" "$TMP/log" &
+    STUB_PID=$!
+    for _ in $(seq 100); do
+        [ -s "$TMP/port" ] && break
+        sleep 0.05
+    done
+    [ -s "$TMP/port" ] || fail "the stub did not start"
+    URL="http://127.0.0.1:$(cat "$TMP/port")"
+}
+
+# run [ENV...]: the helper with every endpoint on the stub and the environment's own AWS_*
+# variables cleared; sets $RC.
+run() {
+    RC=0
+    env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" AWS_EC2_METADATA_SERVICE_ENDPOINT="$URL" \
+        "$@" "$HELPER" "$VOL" >"$TMP/out" 2>"$TMP/err" || RC=$?
+}
+with_keys=(AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1)
+
+expect_rc() { [ "$RC" -eq "$1" ] || fail "exit status $RC, expected $1"; }
+expect_out() { grep -qxF -- "$1" "$TMP/out" || fail "no line '$1' on stdout"; }
+expect_err() { grep -qF -- "$1" "$TMP/err" || fail "stderr does not say '$1'"; }
+ec2_requests() { grep -c '"action": "'"$1"'"' "$TMP/log" || true; }
+all_signed() {
+    [ "$(grep -c '"signature_ok": false' "$TMP/log" || true)" -eq 0 ] || fail "a request's signature did not verify"
+    [ "$(grep -c '"signature_ok": true' "$TMP/log" || true)" -gt 0 ] || fail "no signed request"
+}
+
+case_snapshot_volume() {
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc", "fast_restored": false}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "VOLUME_ID=$VOL"
+    expect_out "SOURCE=snapshot"
+    expect_out "SNAPSHOT_ID=snap-0abc"
+    expect_out "FAST_RESTORED=no"
+    all_signed
+    # environment keys: IMDS is not asked at all
+    ! grep -q '"/latest/' "$TMP/log" || fail "IMDS was asked although the environment has keys"
+}
+
+case_empty_volume() {
+    stub '{"volumes": {"'$VOL'": {}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "SOURCE=empty"
+    ! grep -q '^SNAPSHOT_ID=' "$TMP/out" || fail "an empty volume has no snapshot"
+}
+
+case_fast_restored() {
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-1", "fast_restored": true}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "FAST_RESTORED=yes"
+}
+
+case_provisioned_rate() {
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-1", "init_rate": 300, "init_state": "initializing",
+        "init_type": "provisioned-rate", "progress": 42, "eta": 1800}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "INITIALIZATION_RATE_MIBPS=300"
+    expect_out "INITIALIZATION_STATE=initializing"
+    expect_out "INITIALIZATION_TYPE=provisioned-rate"
+    expect_out "INITIALIZATION_PROGRESS=42"
+    expect_out "INITIALIZATION_ETA_SECONDS=1800"
+}
+
+case_imds_credentials() {
+    stub '{"region": "eu-west-1", "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run
+    expect_rc 0
+    expect_out "SOURCE=snapshot"
+    all_signed
+    grep -q '"token": "token1+/="' "$TMP/log" || fail "the role's session token was not sent"
+    grep -q '"path": "/latest/api/token"' "$TMP/log" || fail "no IMDSv2 session token asked"
+}
+
+case_imds_credentials_refresh() {
+    # Credentials that expire within the refresh margin are fetched anew before each call.
+    stub '{"credentials_ttl": 60, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run AWS_REGION=us-east-1
+    expect_rc 0
+    all_signed
+    [ "$(grep -o '"token": "token[0-9]*' "$TMP/log" | sort -u | wc -l)" -ge 2 ] ||
+        fail "expiring credentials were not refreshed"
+}
+
+case_no_imds() {
+    # Not on EC2: the default metadata address is unreachable in this namespace.
+    stub '{}'
+    local start=$SECONDS
+    RC=0
+    env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" "$HELPER" "$VOL" >"$TMP/out" 2>"$TMP/err" || RC=$?
+    expect_rc 1
+    expect_err "instance metadata service at http://169.254.169.254 did not answer"
+    [ $((SECONDS - start)) -le 3 ] || fail "giving up on IMDS took $((SECONDS - start)) s"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line on stderr"
+    [ ! -s "$TMP/log" ] || fail "the stub was asked"
+}
+
+case_imds_disabled() {
+    stub '{}'
+    run AWS_EC2_METADATA_DISABLED=true
+    expect_rc 1
+    expect_err "AWS_EC2_METADATA_DISABLED"
+}
+
+case_denied() {
+    stub '{"deny": ["DescribeVolumes"], "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run "${with_keys[@]}"
+    expect_rc 1
+    expect_err "UnauthorizedOperation"
+    expect_err "the instance role needs ec2:DescribeVolumes"
+    [ "$(ec2_requests DescribeVolumes)" -eq 1 ] || fail "a denial was retried"
+}
+
+case_status_denied() {
+    stub '{"deny": ["DescribeVolumeStatus"], "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "SOURCE=snapshot"
+    grep -q '^STATUS_ERROR=.*UnauthorizedOperation' "$TMP/out" || fail "no STATUS_ERROR"
+    expect_err "ec2:DescribeVolumeStatus"
+}
+
+case_throttled_then_ok() {
+    stub '{"throttle": 2, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    [ "$(ec2_requests DescribeVolumes)" -eq 3 ] || fail "expected 2 throttled attempts and 1 more"
+}
+
+case_throttled_beyond_budget() {
+    stub '{"throttle": 1000, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run "${with_keys[@]}"
+    expect_rc 1
+    expect_err "RequestLimitExceeded"
+    expect_err "(5 attempts; giving up)"
+    [ "$(ec2_requests DescribeVolumes)" -eq 5 ] || fail "expected exactly 5 attempts"
+}
+
+case_server_errors() {
+    stub '{"fail500": 2, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "SOURCE=snapshot"
+}
+
+case_redirect() {
+    stub '{"redirect": true, "volumes": {"'$VOL'": {}}}'
+    run "${with_keys[@]}"
+    expect_rc 1
+    expect_err "not followed"
+}
+
+case_huge_answer() {
+    stub '{"huge": true, "volumes": {"'$VOL'": {}}}'
+    run "${with_keys[@]}"
+    expect_rc 1
+    expect_err "sent an answer over 4 MiB"
+    [ "$(ec2_requests DescribeVolumes)" -eq 1 ] || fail "a huge answer was asked again"
+}
+
+case_wrong_volume() {
+    stub '{"wrong_volume": true, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
+    run "${with_keys[@]}"
+    expect_rc 1
+    expect_err "does not hold $VOL"
+    [ ! -s "$TMP/out" ] || fail "findings printed for another volume's answer"
+}
+
+case_bad_endpoint() {
+    stub '{}'
+    RC=0
+    env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="ftp://127.0.0.1/" "${with_keys[@]}" "$HELPER" "$VOL" \
+        >"$TMP/out" 2>"$TMP/err" || RC=$?
+    expect_rc 1
+    expect_err "AWS_ENDPOINT_URL_EC2='ftp://127.0.0.1/' is not an http or https endpoint"
+}
+
+case_usage() {
+    stub '{}'
+    RC=0
+    "$HELPER" "vol-12; rm" >"$TMP/out" 2>"$TMP/err" || RC=$?
+    expect_rc 2
+    expect_err "Invalid volume id"
+    RC=0
+    "$HELPER" >"$TMP/out" 2>"$TMP/err" || RC=$?
+    expect_rc 2
+    "$HELPER" --help | grep -q "ec2:DescribeVolumes" || fail "--help names no IAM action"
+}
+
+run_case aws/
