@@ -2,11 +2,12 @@
 /*
  * ebs-hydrate-aws: asks AWS what the device cannot tell about a volume (whether it came from a
  * snapshot, fast snapshot restore, AWS's own initialization) and prints the findings as
- * KEY=VALUE lines. It is the only program of the project that uses the network; the hydrator
- * never links it.
+ * KEY=VALUE lines (ebs-hydrate/findings.h), with --state-dir also into the volume's .aws file. It
+ * is the only program of the project that uses the network; the hydrator never links it.
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,8 +18,10 @@
 
 #include "aws-config.h"
 #include "ec2.h"
+#include "findings.h"
 #include "log.h"
 #include "parse.h"
+#include "time-util.h"
 #include "util.h"
 
 static void help(void) {
@@ -28,7 +31,9 @@ static void help(void) {
                "whether it was created from a snapshot or empty, fast snapshot restore, and\n"
                "AWS's initialization state, progress and ETA.\n"
                "\n"
-               "  -h, --help    show this help\n"
+               "  -h, --help           show this help\n"
+               "      --state-dir=DIR  also write the findings to DIR/VOLUME-ID.aws, replaced\n"
+               "                       whole (an error too, saying why AWS could not be asked)\n"
                "\n"
                "Credentials and region as the AWS SDKs find them: AWS_ACCESS_KEY_ID,\n"
                "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, then the instance\n"
@@ -52,33 +57,12 @@ static const char *denied_hint(const AwsError *e, const char *action) {
         return NULL;
 }
 
-static void print_findings(const Ec2Volume *v, const Ec2VolumeStatus *s, const char *status_why) {
-        printf("VOLUME_ID=%s\n", v->volume_id);
-        printf("SOURCE=%s\n", v->snapshot_id[0] ? "snapshot" : "empty");
-        if (v->snapshot_id[0])
-                printf("SNAPSHOT_ID=%s\n", v->snapshot_id);
-        printf("FAST_RESTORED=%s\n", v->fast_restored == EC2_UNKNOWN ? "unknown"
-                                     : v->fast_restored              ? "yes"
-                                                                     : "no");
-        if (v->initialization_rate != EC2_UNKNOWN)
-                printf("INITIALIZATION_RATE_MIBPS=%" PRId64 "\n", v->initialization_rate);
-        if (v->size_gib != EC2_UNKNOWN)
-                printf("SIZE_GIB=%" PRId64 "\n", v->size_gib);
-        if (status_why) {
-                printf("STATUS_ERROR=%s\n", status_why);
-                return;
-        }
-        if (s->initialization_state[0])
-                printf("INITIALIZATION_STATE=%s\n", s->initialization_state);
-        if (s->initialization_type[0])
-                printf("INITIALIZATION_TYPE=%s\n", s->initialization_type);
-        if (s->progress != EC2_UNKNOWN)
-                printf("INITIALIZATION_PROGRESS=%" PRId64 "\n", s->progress);
-        if (s->eta_seconds != EC2_UNKNOWN)
-                printf("INITIALIZATION_ETA_SECONDS=%" PRId64 "\n", s->eta_seconds);
+static void set_text(char *dst, size_t size, const char *why, int r) {
+        (void)snprintf(dst, size, "%s", why ? why : strerror(-r));
 }
 
-static int run(const char *volume_id) {
+/* What EC2 said, or why it could not be asked: @f's answer fields or its ERROR=. */
+static int ask(const char *volume_id, AwsFindings *f) {
         _cleanup_free_ char *why = NULL, *status_why = NULL;
         AwsConfig c = {};
         AwsError e = {};
@@ -90,6 +74,7 @@ static int run(const char *volume_id) {
         r = aws_config_load(&c, &why);
         if (r < 0) {
                 log_error("%s: cannot ask AWS: %s", volume_id, why ? why : strerror(-r));
+                set_text(f->error, sizeof(f->error), why, r);
                 goto out;
         }
         r = ec2_describe_volume(&c, volume_id, &v, &e, &why);
@@ -97,29 +82,70 @@ static int run(const char *volume_id) {
                 hint = denied_hint(&e, "ec2:DescribeVolumes");
                 log_error("%s: %s%s%s", volume_id, why ? why : strerror(-r),
                           hint ? "; the instance role needs " : "", strempty(hint));
+                set_text(f->error, sizeof(f->error), why, r);
                 goto out;
         }
+        f->source = v.snapshot_id[0] ? FINDINGS_SOURCE_SNAPSHOT : FINDINGS_SOURCE_EMPTY;
+        (void)snprintf(f->snapshot_id, sizeof(f->snapshot_id), "%s", v.snapshot_id);
+        f->fast_restored = v.fast_restored;
+        f->size_gib = v.size_gib;
+        f->initialization_rate = v.initialization_rate;
         r = ec2_describe_volume_status(&c, volume_id, &s, &e, &status_why);
         if (r < 0) {
                 hint = denied_hint(&e, "ec2:DescribeVolumeStatus");
                 log_warning("%s: %s%s%s", volume_id, status_why ? status_why : strerror(-r),
                             hint ? "; the instance role needs " : "", strempty(hint));
-                if (!status_why)
-                        status_why = strdup(strerror(-r));
+                set_text(f->status_error, sizeof(f->status_error), status_why, r);
+        } else {
+                (void)snprintf(f->initialization_state, sizeof(f->initialization_state), "%s",
+                               s.initialization_state);
+                (void)snprintf(f->initialization_type, sizeof(f->initialization_type), "%s",
+                               s.initialization_type);
+                f->initialization_progress = s.progress;
+                f->initialization_eta = s.eta_seconds;
         }
-        print_findings(&v, &s, r < 0 ? strempty(status_why) : NULL);
-        r = fflush(stdout) == 0 ? 0 : log_error_errno(-errno, "Failed to write the findings: %m");
+        r = 0;
 out:
+        f->time_usec = now_usec(CLOCK_REALTIME);
         aws_config_done(&c);
         return r;
 }
 
+/* The findings on stdout and, with --state-dir, in <volume>.aws there (an error too: the
+ * daemon then knows AWS could not be asked, and why). */
+static int report(const AwsFindings *f, const char *state_dir) {
+        char text[FINDINGS_FILE_MAX];
+        _cleanup_close_ int dir_fd = -1;
+        int n = findings_format(f, text, sizeof(text)), r;
+
+        if (n < 0)
+                return log_error_errno(n, "%s: the findings cannot be written: %s", f->volume_id,
+                                       strerror(-n));
+        if (state_dir) {
+                dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dir_fd < 0)
+                        return log_error_errno(-errno, "Failed to open the state directory %s: %m",
+                                               state_dir);
+                r = findings_save(dir_fd, f);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to write %s/%s%s: %m", state_dir,
+                                               f->volume_id, FINDINGS_SUFFIX);
+        }
+        if (fputs(text, stdout) < 0 || fflush(stdout) != 0)
+                return log_error_errno(-EIO, "Failed to write the findings to stdout");
+        return 0;
+}
+
 int main(int argc, char **argv) {
+        enum { ARG_STATE_DIR = 0x100 };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
+                {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {},
         };
-        int c, r;
+        const char *state_dir = NULL;
+        AwsFindings f;
+        int c, r, k;
 
         log_setup("ebs-hydrate-aws");
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -127,6 +153,9 @@ int main(int argc, char **argv) {
                 case 'h':
                         help();
                         return EBS_HYDRATE_EXIT_SUCCESS;
+                case ARG_STATE_DIR:
+                        state_dir = optarg;
+                        break;
                 default:
                         return EBS_HYDRATE_EXIT_USAGE;
                 }
@@ -143,7 +172,9 @@ int main(int argc, char **argv) {
                 log_error("Failed to initialise libcurl");
                 return EBS_HYDRATE_EXIT_FAILURE;
         }
-        r = run(argv[optind]);
+        findings_init(&f, argv[optind]);
+        r = ask(argv[optind], &f);
         curl_global_cleanup();
-        return r < 0 ? EBS_HYDRATE_EXIT_FAILURE : EBS_HYDRATE_EXIT_SUCCESS;
+        k = report(&f, state_dir);
+        return r < 0 || k < 0 ? EBS_HYDRATE_EXIT_FAILURE : EBS_HYDRATE_EXIT_SUCCESS;
 }

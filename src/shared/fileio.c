@@ -87,6 +87,28 @@ int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret,
         return read_full_fd(fd, max_size, ret, ret_size);
 }
 
+int read_regular_file_at(int dir_fd, const char *name, size_t max_size, char **ret,
+                         size_t *ret_size, uid_t *ret_uid) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        /* O_NONBLOCK: a FIFO under the name must not hang the reader; fstat() then refuses it. */
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return errno == ELOOP ? -EBADFD : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t)st.st_size > max_size)
+                return -EFBIG;
+        r = read_full_fd(fd, max_size, ret, ret_size);
+        if (r >= 0 && ret_uid)
+                *ret_uid = st.st_uid;
+        return r;
+}
+
 int write_full_fd_stall(int fd, const void *buf, size_t size, uint64_t stall_usec) {
         const char *p = buf;
 

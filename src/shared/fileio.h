@@ -29,6 +29,15 @@ int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size);
 int read_full_file_at(int dir_fd, const char *path, size_t max_size, char **ret, size_t *ret_size);
 
 /*
+ * read_regular_file_at() - read @name in @dir_fd whole if it is a regular file of at most
+ * @max_size bytes, never following a symbolic link and never blocking on a FIFO; its owner
+ * into @ret_uid (may be NULL). 0; -EBADFD for a link, FIFO, device or directory; -EFBIG; or
+ * the errno of open(2) (-ENOENT).
+ */
+int read_regular_file_at(int dir_fd, const char *name, size_t max_size, char **ret,
+                         size_t *ret_size, uid_t *ret_uid);
+
+/*
  * write_full_fd() - write all @size bytes of @buf to @fd, resuming after short writes (EINTR is
  * retried). Return: 0 or the negative errno of write(2).
  */

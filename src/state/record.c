@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "kv-text.h"
 #include "parse.h"
 #include "record.h"
 #include "string-table.h"
@@ -167,37 +168,33 @@ static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) 
         }
 }
 
-int record_parse(const char *text, size_t size, VolumeRecord *ret) {
-        VolumeRecord r = {.state = _RECORD_STATE_INVALID, .phase = _RECORD_PHASE_INVALID};
-        bool seen[_KEY_MAX] = {};
-        const char *end = text + size;
+typedef struct RecordParse {
+        VolumeRecord r;
+        bool seen[_KEY_MAX];
+} RecordParse;
 
-        for (const char *line = text; line < end;) {
-                const char *nl = memchr(line, '\n', (size_t)(end - line));
-                const char *eol = nl ?: end, *eq = memchr(line, '=', (size_t)(eol - line));
-                RecordKey k = _KEY_MAX;
+static int record_pair(const char *key, size_t key_len, const char *value, size_t value_len,
+                       void *userdata) {
+        RecordParse *p = userdata;
 
-                if (eol == line || line[0] == '#') { /* empty line, comment */
-                        line = eol + 1;
-                        continue;
-                }
-                if (!eq)
-                        return -EBADMSG;
-                for (int i = 0; i < _KEY_MAX; i++)
-                        if ((size_t)(eq - line) == strlen(key_names[i]) &&
-                            memcmp(line, key_names[i], (size_t)(eq - line)) == 0)
-                                k = (RecordKey)i;
-                if (k < _KEY_MAX) { /* an unknown key is a newer daemon's: ignored */
-                        if (seen[k] || parse_value(&r, k, eq + 1, (size_t)(eol - eq - 1)) < 0)
+        for (int i = 0; i < _KEY_MAX; i++)
+                if (kv_key_is(key, key_len, key_names[i])) {
+                        if (p->seen[i] || parse_value(&p->r, (RecordKey)i, value, value_len) < 0)
                                 return -EBADMSG;
-                        seen[k] = true;
+                        p->seen[i] = true;
                 }
-                line = eol + 1;
-        }
-        if (!seen[KEY_VOLUME_ID] || !seen[KEY_STATE] || !seen[KEY_PHASE] ||
-            r.hydrated_bytes > r.size_bytes)
+        return 0; /* an unknown key is a newer daemon's: ignored */
+}
+
+int record_parse(const char *text, size_t size, VolumeRecord *ret) {
+        RecordParse p = {.r = {.state = _RECORD_STATE_INVALID, .phase = _RECORD_PHASE_INVALID}};
+
+        if (kv_text_foreach(text, size, record_pair, &p) < 0)
                 return -EBADMSG;
-        *ret = r;
+        if (!p.seen[KEY_VOLUME_ID] || !p.seen[KEY_STATE] || !p.seen[KEY_PHASE] ||
+            p.r.hydrated_bytes > p.r.size_bytes)
+                return -EBADMSG;
+        *ret = p.r;
         return 0;
 }
 
@@ -287,25 +284,13 @@ int record_rewrite_in_place(int dir_fd, const VolumeRecord *r) {
 int record_load_at(int dir_fd, const char *name, VolumeRecord *ret) {
         char key[STATE_KEY_MAX + 1];
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -1;
         VolumeRecord r;
-        struct stat st;
         size_t size;
         int e;
 
         if (!record_name_key(name, key))
                 return -EBADMSG;
-        /* O_NONBLOCK: a FIFO under the name must not hang the reader; fstat() then refuses it. */
-        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return errno == ELOOP ? -EBADFD : -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if (st.st_size > RECORD_FILE_MAX)
-                return -EFBIG;
-        e = read_full_fd(fd, RECORD_FILE_MAX, &text, &size);
+        e = read_regular_file_at(dir_fd, name, RECORD_FILE_MAX, &text, &size, NULL);
         if (e < 0)
                 return e;
         e = record_parse(text, size, &r);

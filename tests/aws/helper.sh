@@ -8,7 +8,8 @@
 set -euo pipefail
 CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
     imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
-    throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage)
+    throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage
+    state-dir state-dir-error)
 . "$(dirname "$0")/../integration/cases.sh"
 
 HELPER=$(realpath "$2")
@@ -58,10 +59,14 @@ stub() {
 
 # run [ENV...]: the helper with every endpoint on the stub and the environment's own AWS_*
 # variables cleared; sets $RC.
+# run [ENV...] [-- OPTION...]
 run() {
+    local vars=() opts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+    [ $# -gt 0 ] && { shift; opts=("$@"); }
     RC=0
     env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" AWS_EC2_METADATA_SERVICE_ENDPOINT="$URL" \
-        "$@" "$HELPER" "$VOL" >"$TMP/out" 2>"$TMP/err" || RC=$?
+        "${vars[@]}" "$HELPER" "${opts[@]}" "$VOL" >"$TMP/out" 2>"$TMP/err" || RC=$?
 }
 with_keys=(AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1)
 
@@ -215,7 +220,8 @@ case_wrong_volume() {
     run "${with_keys[@]}"
     expect_rc 1
     expect_err "does not hold $VOL"
-    [ ! -s "$TMP/out" ] || fail "findings printed for another volume's answer"
+    ! grep -q '^SOURCE=' "$TMP/out" || fail "findings printed for another volume's answer"
+    grep -q "^ERROR=EC2's DescribeVolumes answer does not hold $VOL\$" "$TMP/out" || fail "no ERROR="
 }
 
 case_bad_endpoint() {
@@ -237,6 +243,35 @@ case_usage() {
     "$HELPER" >"$TMP/out" 2>"$TMP/err" || RC=$?
     expect_rc 2
     "$HELPER" --help | grep -q "ec2:DescribeVolumes" || fail "--help names no IAM action"
+}
+
+case_state_dir() {
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc", "init_state": "completed",
+        "init_type": "default", "progress": 100}}}'
+    mkdir "$TMP/state"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 0
+    [ "$(stat -c %a "$TMP/state/$VOL.aws")" = 644 ] || fail "the findings file is not mode 0644"
+    cmp -s "$TMP/out" "$TMP/state/$VOL.aws" || fail "the file and stdout differ"
+    head -1 "$TMP/state/$VOL.aws" | grep -qx 'EBS_HYDRATE_AWS_FINDINGS=1' || fail "no version line"
+    expect_out "INITIALIZATION_STATE=completed"
+    expect_out "INITIALIZATION_PROGRESS=100"
+    [ "$(find "$TMP/state" -type f | wc -l)" -eq 1 ] || fail "a temporary file was left behind"
+}
+
+case_state_dir_error() {
+    # AWS could not be asked: the file says why, and the helper fails.
+    stub '{"deny": ["DescribeVolumes"], "volumes": {}}'
+    mkdir "$TMP/state"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 1
+    grep -q '^ERROR=EC2 answered HTTP 403: UnauthorizedOperation' "$TMP/state/$VOL.aws" ||
+        fail "the findings file does not say why"
+    ! grep -q '^SOURCE=' "$TMP/state/$VOL.aws" || fail "an error file with a SOURCE="
+    # a state directory that is not one: a clear error, nothing else written
+    run "${with_keys[@]}" -- --state-dir "$TMP/missing"
+    expect_rc 1
+    expect_err "Failed to open the state directory $TMP/missing"
 }
 
 run_case aws/

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What AWS said about a volume: <volume>.aws beside the volume's state (/var/lib/ebs-hydrate),
+ * written whole (rename) by ebs-hydrate-aws and read by ebs-hydrated; KEY=VALUE lines in the
+ * style of os-release(5), lines starting with '#' ignored, unknown keys to be ignored. The
+ * first line names the format's version. ebs-hydrate-aws prints the same lines on stdout.
+ */
+#ifndef EBS_HYDRATE_FINDINGS_H
+#define EBS_HYDRATE_FINDINGS_H
+
+#define EBS_HYDRATE_FINDINGS_SUFFIX ".aws"
+#define EBS_HYDRATE_FINDINGS_VERSION 1
+
+#define EBS_HYDRATE_FINDINGS_FORMAT "EBS_HYDRATE_AWS_FINDINGS" /* the version: 1 */
+#define EBS_HYDRATE_FINDINGS_VOLUME_ID "VOLUME_ID"
+#define EBS_HYDRATE_FINDINGS_TIME "TIME_USEC" /* when AWS answered, µs since the epoch */
+/* Where the answer stops: set when AWS could not be asked (no IMDS, no credentials, denied,
+ * throttled beyond the retries); one line saying why. The keys below are then absent. */
+#define EBS_HYDRATE_FINDINGS_ERROR "ERROR"
+#define EBS_HYDRATE_FINDINGS_SOURCE "SOURCE" /* EBS_HYDRATE_SOURCE_* */
+#define EBS_HYDRATE_FINDINGS_SNAPSHOT_ID "SNAPSHOT_ID"
+#define EBS_HYDRATE_FINDINGS_FAST_RESTORED "FAST_RESTORED" /* yes, no, unknown */
+#define EBS_HYDRATE_FINDINGS_SIZE_GIB "SIZE_GIB"
+#define EBS_HYDRATE_FINDINGS_INITIALIZATION_RATE "INITIALIZATION_RATE_MIBPS" /* provisioned */
+/* DescribeVolumeStatus; STATUS_ERROR instead when it could not be had. */
+#define EBS_HYDRATE_FINDINGS_STATUS_ERROR "STATUS_ERROR"
+#define EBS_HYDRATE_FINDINGS_INITIALIZATION_STATE "INITIALIZATION_STATE"       /* AWS's word */
+#define EBS_HYDRATE_FINDINGS_INITIALIZATION_TYPE "INITIALIZATION_TYPE"         /* AWS's word */
+#define EBS_HYDRATE_FINDINGS_INITIALIZATION_PROGRESS "INITIALIZATION_PROGRESS" /* percent */
+#define EBS_HYDRATE_FINDINGS_INITIALIZATION_ETA "INITIALIZATION_ETA_SECONDS"
+
+#define EBS_HYDRATE_SOURCE_SNAPSHOT "snapshot" /* created from SNAPSHOT_ID */
+#define EBS_HYDRATE_SOURCE_EMPTY "empty"       /* created empty: nothing is cold */
+
+#endif

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* KEY=VALUE lines (kv-text.h). */
+#include <errno.h>
+#include <string.h>
+
+#include "kv-text.h"
+
+int kv_text_foreach(const char *text, size_t size, KvTextPair f, void *userdata) {
+        const char *end = text + size;
+
+        for (const char *line = text; line < end;) {
+                const char *nl = memchr(line, '\n', (size_t)(end - line));
+                const char *eol = nl ? nl : end, *eq = memchr(line, '=', (size_t)(eol - line));
+                int r;
+
+                if (eol == line || line[0] == '#') { /* empty line, comment */
+                        line = eol + 1;
+                        continue;
+                }
+                if (!eq || eq == line)
+                        return -EBADMSG;
+                r = f(line, (size_t)(eq - line), eq + 1, (size_t)(eol - eq - 1), userdata);
+                if (r < 0)
+                        return r;
+                line = eol + 1;
+        }
+        return 0;
+}
+
+int kv_key_is(const char *key, size_t len, const char *name) {
+        return strlen(name) == len && memcmp(key, name, len) == 0;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What AWS said about a volume (ebs-hydrate/findings.h): the record ebs-hydrate-aws writes
+ * beside the volume's state and ebs-hydrated reads. Its text, checked strictly when read back
+ * (the version, each value's syntax, the volume it names), and its file: replaced whole,
+ * believed only when owned by root or by the AWS helper's own user.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ebs-hydrate/findings.h>
+
+#include "state.h"
+
+#define FINDINGS_SUFFIX EBS_HYDRATE_FINDINGS_SUFFIX
+#define FINDINGS_FILE_MAX 4096
+#define FINDINGS_ID_MAX 64 /* snap-..., longer is not one */
+#define FINDINGS_WORD_MAX 64
+#define FINDINGS_TEXT_MAX 512 /* ERROR=, STATUS_ERROR= */
+#define FINDINGS_UNKNOWN INT64_C(-1)
+
+typedef enum FindingsSource {
+        FINDINGS_SOURCE_SNAPSHOT,
+        FINDINGS_SOURCE_EMPTY,
+        _FINDINGS_SOURCE_MAX,
+        _FINDINGS_SOURCE_INVALID = -EINVAL,
+} FindingsSource;
+
+typedef struct AwsFindings {
+        char volume_id[STATE_KEY_MAX + 1];
+        uint64_t time_usec;
+        char error[FINDINGS_TEXT_MAX]; /* "": AWS answered; the fields below are set */
+        FindingsSource source;
+        char snapshot_id[FINDINGS_ID_MAX];
+        int64_t fast_restored; /* 1, 0, FINDINGS_UNKNOWN */
+        int64_t size_gib;
+        int64_t initialization_rate; /* MiB/s */
+        char status_error[FINDINGS_TEXT_MAX];
+        char initialization_state[FINDINGS_WORD_MAX];
+        char initialization_type[FINDINGS_WORD_MAX];
+        int64_t initialization_progress; /* percent */
+        int64_t initialization_eta;      /* seconds */
+} AwsFindings;
+
+/* findings_init() - nothing known about @volume_id yet. */
+void findings_init(AwsFindings *f, const char *volume_id);
+
+const char *findings_source_to_string(FindingsSource s);
+FindingsSource findings_source_from_string(const char *s);
+
+/* findings_format() - @f as its file's text. Its length, -ENOBUFS, or -EINVAL for a text
+ * field with a newline or a control byte (it would forge a line). */
+int findings_format(const AwsFindings *f, char *buf, size_t size);
+/* findings_parse() - 0, or -EBADMSG: another version, a missing or repeated key, a value
+ * that is not one. */
+int findings_parse(const char *text, size_t size, AwsFindings *ret);
+
+/* findings_save() - <volume>.aws in @dir_fd, replaced whole and synced, mode 0644. */
+int findings_save(int dir_fd, const AwsFindings *f);
+/*
+ * findings_load() - <@volume_id>.aws in @dir_fd. 0; -ENOENT; -EPERM when owned by another
+ * user than root and @helper_uid (a file planted by someone else is not believed); -EBADMSG
+ * when it is not a regular file of at most FINDINGS_FILE_MAX bytes, does not parse, or names
+ * another volume.
+ */
+int findings_load(int dir_fd, const char *volume_id, uid_t helper_uid, AwsFindings *ret);
