@@ -22,8 +22,6 @@
 #include "sysfs.h"
 #include "util.h"
 
-#define EXIT_USAGE EBS_HYDRATE_EXIT_USAGE
-
 static void help(void) {
         printf("Usage: ebs-hydrate-id [OPTIONS] DEVICE\n\n"
                "Print EBS_VOLUME_ID= and EBS_DEVICE_NAME= for an EBS volume, for udev's\n"
@@ -145,16 +143,17 @@ static int run(int argc, char *argv[]) {
 
         r = parse_argv(argc, argv, &device);
         if (r <= 0)
-                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+                return r < 0 ? EBS_HYDRATE_EXIT_USAGE : EBS_HYDRATE_EXIT_SUCCESS;
 
         fd = open_device(device, &path);
         if (fd < 0) {
                 (void)log_error_errno(fd, "Failed to open %s: %m", device);
-                return EXIT_USAGE;
+                return EBS_HYDRATE_EXIT_USAGE;
         }
 
         r = identify(fd, path);
-        return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE; /* not EBS and failure alike: no import */
+        return r > 0 ? EBS_HYDRATE_EXIT_SUCCESS
+                     : EBS_HYDRATE_EXIT_FAILURE; /* not EBS and failure alike: no import */
 }
 
 int main(int argc, char *argv[]) {
