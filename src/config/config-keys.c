@@ -27,6 +27,7 @@ void hydrate_settings_init(HydrateSettings *s) {
                 .rate_limit = 0,
                 .mode = HYDRATE_DEFAULT_MODE,
                 .yield = true,
+                .aws = true,
         };
 }
 
@@ -39,6 +40,22 @@ static int parse_enabled(Parser *p, const char *key, const char *value) {
 static int parse_yield(Parser *p, const char *key, const char *value) {
         if (parse_boolean(value, &p->settings.yield) < 0)
                 return parser_fail_value(p, key, value, "a boolean: yes or no");
+        return 0;
+}
+
+int hydrate_parse_aws(const char *s, bool *ret) {
+        if (streq(s, "auto"))
+                *ret = true;
+        else if (streq(s, "no"))
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_aws(Parser *p, const char *key, const char *value) {
+        if (hydrate_parse_aws(value, &p->settings.aws) < 0)
+                return parser_fail_value(p, key, value, HYDRATE_AWS_SYNTAX);
         return 0;
 }
 
@@ -150,6 +167,7 @@ static const struct HydrateKey {
         {"Mode", SETTING(mode), parse_mode},
         {"HotPaths", SETTING(hot_paths), parse_hot_paths},
         {"Yield", SETTING(yield), parse_yield},
+        {"Aws", SETTING(aws), parse_aws},
 };
 
 int parse_hydrate_key(Parser *p, const char *key, const char *value) {

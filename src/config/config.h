@@ -41,6 +41,8 @@ int hydrate_parse_block_size(const char *s, uint64_t *ret);
 int hydrate_parse_rate_limit(const char *s, uint64_t *ret);
 /* hydrate_parse_mode(): "full" or "used". */
 int hydrate_parse_mode(const char *s, HydrateMode *ret);
+/* hydrate_parse_aws(): "auto" (act on AWS's findings) or "no". */
+int hydrate_parse_aws(const char *s, bool *ret);
 /* hydrate_mode_to_string() - "full", "used", or NULL for an invalid value. */
 const char *hydrate_mode_to_string(HydrateMode mode);
 
@@ -49,6 +51,7 @@ const char *hydrate_mode_to_string(HydrateMode mode);
 #define HYDRATE_RATE_LIMIT_SYNTAX "bytes per second such as 200M, or 0, off or none"
 #define HYDRATE_MODE_SYNTAX "full or used"
 #define HYDRATE_HOT_PATHS_SYNTAX "absolute paths separated by spaces"
+#define HYDRATE_AWS_SYNTAX "auto or no"
 
 /*
  * config_load() - merge the configuration that applies to @target.

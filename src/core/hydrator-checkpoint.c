@@ -182,6 +182,24 @@ int hydrator_record_complete(Hydrator *h) {
         return hydrator_checkpoint(h);
 }
 
+int hydrator_complete_without_reading(Hydrator *h) {
+        ChunkMap *m = h->state->map;
+        int r;
+
+        if (h->phase != HYDRATOR_LOADED && h->phase != HYDRATOR_HYDRATING)
+                return -ESTALE; /* ended already: what it ended with stands */
+        (void)chunkmap_mark_done(m, 0, m->n_chunks);
+        if (h->phase == HYDRATOR_HYDRATING) { /* reads in flight are waited for, and count */
+                hydrator_finish(h, HYDRATOR_COMPLETE, 0);
+                return h->phase == HYDRATOR_COMPLETE ? 0 : h->error;
+        }
+        r = hydrator_checkpoint(h);
+        if (r < 0)
+                return r;
+        h->phase = HYDRATOR_COMPLETE;
+        return 0;
+}
+
 void hydrator_maybe_checkpoint(Hydrator *h) {
         uint64_t done = chunkmap_done_bytes(h->state->map);
         uint64_t step = MAX(h->state->size / 1000 * HYDRATOR_CHECKPOINT_PERMILLE, UINT64_C(1));

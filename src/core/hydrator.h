@@ -180,6 +180,14 @@ void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second);
 
 /* hydrator_state_complete() - the checkpoint says every chunk of the device was read. */
 bool hydrator_state_complete(const Hydrator *h);
+/*
+ * hydrator_complete_without_reading() - what is left to read is known to be warm without
+ * reading it (AWS said so: a volume created empty, fast snapshot restore, an initialization
+ * AWS completed): every chunk counts as done, the checkpoint says complete, and a running
+ * hydration ends COMPLETE (reads in flight are waited for). 0; -ESTALE when the run has ended
+ * already; or the error of the save, the run then FAILED.
+ */
+int hydrator_complete_without_reading(Hydrator *h);
 /* hydrator_already_complete() - nothing left to read: every chunk, or (Mode=used, once the plan
  * is set) every chunk that is not free space. */
 bool hydrator_already_complete(const Hydrator *h);

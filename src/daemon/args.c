@@ -34,6 +34,9 @@ static void help(void) {
                "      --yield=BOOL         yes (default): give way to other I/O on DEVICE while\n"
                "                           it lasts; no: full speed whatever else is going on\n"
                "                           (a machine being prepared, with no workload yet)\n"
+               "      --aws=auto|no        auto (default): act on what ebs-hydrate-aws learnt\n"
+               "                           of the volume from AWS (created empty, restored\n"
+               "                           fast); no: ignore it\n"
                "      --state-dir=DIR      where checkpoints live (default $STATE_DIRECTORY,\n"
                "                           else %s)\n"
                "      --config-dir=DIR     read DIR/hydrate.conf and DIR/hydrate.conf.d/*.conf\n"
@@ -64,6 +67,7 @@ enum {
         ARG_VERSION,
         ARG_MODE,
         ARG_YIELD,
+        ARG_AWS,
 };
 
 static int parse_option_value(int opt, const char *value, Args *a) {
@@ -98,6 +102,12 @@ static int parse_option_value(int opt, const char *value, Args *a) {
                                                value);
                 a->set_yield = true;
                 return 0;
+        case ARG_AWS:
+                if (hydrate_parse_aws(value, &a->cli.aws) < 0)
+                        return log_error_errno(-EINVAL, "Invalid --aws '%s': expected %s", value,
+                                               HYDRATE_AWS_SYNTAX);
+                a->set_aws = true;
+                return 0;
         }
         return -EINVAL;
 }
@@ -109,6 +119,7 @@ int args_parse(int argc, char *argv[], Args *a) {
                 {"rate-limit", required_argument, NULL, 'r'},
                 {"mode", required_argument, NULL, ARG_MODE},
                 {"yield", required_argument, NULL, ARG_YIELD},
+                {"aws", required_argument, NULL, ARG_AWS},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
                 {"state-key", required_argument, NULL, ARG_STATE_KEY},
@@ -128,6 +139,7 @@ int args_parse(int argc, char *argv[], Args *a) {
                 case 'r':
                 case ARG_MODE:
                 case ARG_YIELD:
+                case ARG_AWS:
                         r = parse_option_value(c, optarg, a);
                         if (r < 0)
                                 return r;
@@ -203,4 +215,6 @@ void args_apply(const Args *a, HydrateSettings *settings) {
                 settings->mode = a->cli.mode;
         if (a->set_yield)
                 settings->yield = a->cli.yield;
+        if (a->set_aws)
+                settings->aws = a->cli.aws;
 }

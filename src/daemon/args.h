@@ -18,7 +18,7 @@ typedef struct Args {
         const char *state_key;
         ProgressMode progress;
         bool no_bus;
-        bool set_queue_depth, set_block_size, set_rate_limit, set_mode, set_yield;
+        bool set_queue_depth, set_block_size, set_rate_limit, set_mode, set_yield, set_aws;
         HydrateSettings cli; /* only the fields flagged above are meaningful */
 } Args;
 

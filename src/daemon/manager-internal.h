@@ -6,7 +6,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
+#include <time.h>
 
 #include "bus.h"
 #include "discovery.h"
@@ -44,6 +46,13 @@ typedef struct Manager {
         bool record_failed;                /* said once */
         bool record_unsaved;               /* the last one could not be written: */
         VolumeRecord record_last;          /* that one, tried again at each publication */
+        /* What AWS said (manager-aws.c): */
+        sd_event_source *aws_timer;
+        uid_t aws_uid; /* the helper's user, whose findings are believed */
+        ino_t aws_ino; /* the findings file last read: a new one is read again */
+        struct timespec aws_mtime;
+        off_t aws_size;
+        const char *aws_reason; /* set: AWS said nothing is cold, and the run completed */
 } Manager;
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC) /* STATUS= and the record, at least */
@@ -64,6 +73,15 @@ void manager_publish_record(Manager *run, RecordState forced);
  * once more, then over the old one in place, and as a last resort remove the old one (it would
  * say "hydrating" for a run that has ended), saying so. */
 void manager_settle_record(Manager *run);
+
+/* manager-aws.c: AWS's findings. manager_aws_init() before the run; manager_aws_check() reads
+ * them if they changed and completes the run when they say nothing is cold (returns 1);
+ * manager_aws_watch() checks again every second; manager_completed_by_aws() says so and gives
+ * the exit status. */
+void manager_aws_init(Manager *run);
+int manager_aws_check(Manager *run);
+int manager_aws_watch(Manager *run);
+int manager_completed_by_aws(Manager *run);
 
 /* STATUS= for systemctl status (a no-op outside systemd), and the record with it. */
 void manager_notify_status(Manager *run);

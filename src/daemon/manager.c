@@ -410,6 +410,10 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
          * kernel drops when the device is closed), and "already hydrated" reads nothing. */
         if (hydrator_state_complete(run->hydrator))
                 return already_hydrated(run);
+        /* AWS may have said already that nothing is cold: then nothing is read. */
+        manager_aws_init(run);
+        if (manager_aws_check(run) > 0)
+                return manager_completed_by_aws(run);
         /* Before the file systems are mapped: the volumes beside ours hear of us at once. */
         share(run);
         r = hydrator_save_loaded(run->hydrator);
@@ -439,6 +443,8 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
                 return REPORT_EXIT_FAILED;
         if (start_reading(run) < 0)
                 return REPORT_EXIT_FAILED;
+        if (manager_aws_watch(run) < 0)
+                return REPORT_EXIT_FAILED;
         manager_notify_status(run);
         r = sd_event_loop(run->event);
         stalled = discovery_stalled_usec(run->discovery);
@@ -453,6 +459,8 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
                         manager_publish_record(run, RECORD_FAILED);
                 return run->code;
         }
+        if (run->aws_reason)
+                return manager_completed_by_aws(run);
         if (run->already)
                 return already_hydrated(run);
         if (!run->started) { /* stopped before the hydrator could start */
@@ -507,6 +515,7 @@ static void manager_done(Manager *run) {
         sd_event_source_disable_unref(run->bar_timer);
         sd_event_source_disable_unref(run->status_timer);
         sd_event_source_disable_unref(run->phase_timer);
+        sd_event_source_disable_unref(run->aws_timer);
         sd_event_unref(run->event);
         free(run->state_dir);
         free(run->runtime_dir);

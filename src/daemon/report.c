@@ -21,6 +21,56 @@
 /* Unreadable ranges named in a line: enough to find them in the kernel log. */
 #define REPORT_BAD_RANGES_SHOWN 3
 
+const char *report_aws_nothing_cold(const AwsFindings *f) {
+        static char completed[REPORT_WORDS_MAX * 2];
+
+        if (f->error[0])
+                return NULL;
+        if (f->source == FINDINGS_SOURCE_EMPTY)
+                return "created empty: nothing to hydrate";
+        if (f->fast_restored == 1)
+                return "restored with fast snapshot restore: nothing is cold";
+        if (streq(f->initialization_state, "completed")) {
+                (void)snprintf(completed, sizeof(completed),
+                               "AWS completed its initialization%s%s%s",
+                               f->initialization_type[0] ? " (" : "", f->initialization_type,
+                               f->initialization_type[0] ? ")" : "");
+                return completed;
+        }
+        return NULL;
+}
+
+char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFindings *f) {
+        char eta[FORMAT_DURATION_MAX];
+        size_t n;
+
+        if (f->error[0]) {
+                (void)snprintf(buf, size, "%s: AWS could not be asked (%s); hydrating without it",
+                               key, f->error);
+                return buf;
+        }
+        n = (size_t)snprintf(buf, size, "%s: AWS: restored from %s", key, f->snapshot_id);
+        if (n < size && f->initialization_state[0])
+                n += (size_t)snprintf(buf + n, size - n, ", initialization %s%s%s",
+                                      f->initialization_state, f->initialization_type[0] ? " " : "",
+                                      f->initialization_type);
+        if (n < size && f->initialization_progress != FINDINGS_UNKNOWN)
+                n += (size_t)snprintf(buf + n, size - n, " %" PRId64 "%%",
+                                      f->initialization_progress);
+        if (n < size && f->initialization_eta != FINDINGS_UNKNOWN)
+                n += (size_t)snprintf(
+                        buf + n, size - n, ", about %s left",
+                        format_duration(eta, sizeof(eta), (uint64_t)f->initialization_eta));
+        if (n < size)
+                (void)snprintf(buf + n, size - n, "; hydrating");
+        return buf;
+}
+
+char *report_aws_completed(char *buf, size_t size, const char *key, const char *reason) {
+        (void)snprintf(buf, size, "%s: complete without reading: %s (AWS)", key, reason);
+        return buf;
+}
+
 const char *report_failure_reason(int error) {
         if (error == -ESTALE) /* the hydrator's word for a device that changed size */
                 return "the device changed size during the run; the next run starts over";

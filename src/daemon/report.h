@@ -12,6 +12,7 @@
 
 #include <ebs-hydrate/exit-status.h>
 
+#include "findings.h"
 #include "hydrator.h"
 #include "record.h"
 
@@ -105,6 +106,18 @@ void report_record(const HydratorStatus *st, VolumeRecord *r);
 
 /* report_cold_free_bytes() - free space a Mode=used run leaves unread; 0 in full mode. */
 uint64_t report_cold_free_bytes(const HydratorStatus *st);
+
+/*
+ * What AWS said (ebs-hydrate/findings.h). report_aws_nothing_cold(): why nothing of the volume is
+ * cold, or NULL: "created empty: nothing to hydrate", "restored with fast snapshot restore:
+ * nothing is cold", "AWS completed its initialization (provisioned-rate)".
+ * report_aws_noted(): the journal's line for findings that change nothing ("vol-...: AWS:
+ * restored from snap-0abc; hydrating"), or that say AWS could not be asked.
+ * report_aws_completed(): "vol-...: complete without reading: <reason> (AWS)".
+ */
+const char *report_aws_nothing_cold(const AwsFindings *f);
+char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFindings *f);
+char *report_aws_completed(char *buf, size_t size, const char *key, const char *reason);
 
 /* report-progress.c: progress in flight. */
 /* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left" */

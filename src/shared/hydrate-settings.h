@@ -39,4 +39,5 @@ typedef struct HydrateSettings {
          * replaces an earlier one. Fits one line of a file, so it is kept by value. */
         char hot_paths[HYDRATE_HOT_PATHS_MAX];
         bool yield; /* Yield=: give way to other I/O on the device (tuner.h) */
+        bool aws;   /* Aws=auto: act on what ebs-hydrate-aws learns (ebs-hydrate/findings.h) */
 } HydrateSettings;

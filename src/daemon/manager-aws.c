@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What AWS said about the volume (ebs-hydrate/findings.h), as ebs-hydrate-aws leaves it in its
+ * directory: looked at when the run starts and once a second after (the file is replaced
+ * whole, and the directory may appear only after us), never waited for. When it says nothing
+ * is cold (created empty, fast snapshot restore, AWS's initialization completed) the run
+ * completes without reading more; otherwise it is said once in the journal and the run goes on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "build-config.h"
+#include "findings.h"
+#include "log.h"
+#include "manager-internal.h"
+#include "report.h"
+
+#define AWS_CHECK_INTERVAL_USEC (1 * USEC_PER_SEC)
+
+/* $EBS_HYDRATE_AWS_DIR (tests, another layout), else the helper's state directory. */
+static const char *findings_dir(void) {
+        const char *e = getenv("EBS_HYDRATE_AWS_DIR");
+
+        return e && *e ? e : EBS_HYDRATE_AWS_DIR;
+}
+
+/* The helper's user: its files are believed, as are root's. */
+static uid_t helper_uid(void) {
+        struct passwd *pw = getpwnam(EBS_HYDRATE_AWS_USER);
+
+        return pw ? pw->pw_uid : 0;
+}
+
+/* Whether the file changed since it was last read (a new file is a new inode or time). */
+static bool findings_changed(Manager *run, int dir_fd) {
+        char name[STATE_KEY_MAX + sizeof(FINDINGS_SUFFIX)];
+        struct stat st;
+
+        (void)snprintf(name, sizeof(name), "%s%s", run->key, FINDINGS_SUFFIX);
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        if (st.st_ino == run->aws_ino && st.st_mtim.tv_sec == run->aws_mtime.tv_sec &&
+            st.st_mtim.tv_nsec == run->aws_mtime.tv_nsec && st.st_size == run->aws_size)
+                return false;
+        run->aws_ino = st.st_ino;
+        run->aws_mtime = st.st_mtim;
+        run->aws_size = st.st_size;
+        return true;
+}
+
+int manager_aws_check(Manager *run) {
+        char line[REPORT_LINE_MAX];
+        _cleanup_close_ int dir_fd = -1;
+        AwsFindings f;
+        const char *reason;
+        int r;
+
+        if (!run->settings->aws || run->aws_reason)
+                return 0;
+        dir_fd = open(findings_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0 || !findings_changed(run, dir_fd))
+                return 0;
+        r = findings_load(dir_fd, run->key, run->aws_uid, &f);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                log_warning("%s: ignoring %s/%s%s: %s", run->key, findings_dir(), run->key,
+                            FINDINGS_SUFFIX,
+                            r == -EPERM
+                                    ? "owned by another user than root and " EBS_HYDRATE_AWS_USER
+                                    : "not a valid findings file");
+                return 0;
+        }
+        reason = report_aws_nothing_cold(&f);
+        if (!reason) {
+                log_info("%s", report_aws_noted(line, sizeof(line), run->key, &f));
+                return 0;
+        }
+        r = hydrator_complete_without_reading(run->hydrator);
+        if (r == -ESTALE) /* the run ended meanwhile: what it says stands */
+                return 0;
+        if (r < 0)
+                return log_error_errno(r, "%s: AWS says %s, but the checkpoint cannot say so: %m",
+                                       run->key, reason);
+        run->aws_reason = reason;
+        return 1;
+}
+
+static int on_aws_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *run = userdata;
+
+        (void)manager_aws_check(run);
+        if (run->aws_reason)
+                return 0; /* on_finished() ends the loop */
+        (void)sd_event_source_set_time(s, usec + AWS_CHECK_INTERVAL_USEC);
+        return 0;
+}
+
+int manager_aws_watch(Manager *run) {
+        uint64_t now;
+        int r;
+
+        if (!run->settings->aws || run->aws_reason)
+                return 0;
+        (void)sd_event_now(run->event, CLOCK_MONOTONIC, &now);
+        r = sd_event_add_time(run->event, &run->aws_timer, CLOCK_MONOTONIC,
+                              now + AWS_CHECK_INTERVAL_USEC, USEC_PER_SEC / 10, on_aws_timer, run);
+        if (r >= 0) /* again and again, each time from its own deadline (on_aws_timer()) */
+                r = sd_event_source_set_enabled(run->aws_timer, SD_EVENT_ON);
+        return r < 0 ? log_error_errno(r, "Failed to watch for AWS's findings: %m") : 0;
+}
+
+void manager_aws_init(Manager *run) {
+        run->aws_uid = helper_uid();
+}
+
+int manager_completed_by_aws(Manager *run) {
+        char line[REPORT_LINE_MAX];
+
+        manager_publish_record(run, RECORD_COMPLETED);
+        report_aws_completed(line, sizeof(line), run->key, run->aws_reason);
+        (void)sd_notifyf(false, "READY=1\nSTATUS=%s", line);
+        log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, run->key, run->devnode, "%s", line);
+        (void)output_printf(STDOUT_FILENO, "%s\n", line);
+        return REPORT_EXIT_COMPLETE;
+}

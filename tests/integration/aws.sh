@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# ebs-hydrated acting on what AWS said (ebs-hydrate-aws's findings, <volume>.aws in
+# $EBS_HYDRATE_AWS_DIR) on real loop devices: a volume created empty or fast-restored completes
+# without reading, at start or mid-run; findings that change nothing are noted and the volume is
+# hydrated; a file planted by another user, or Aws=no, changes nothing. The last case runs the
+# helper against the stand-in (tests/aws/aws-stub.py) in a network namespace with only loopback.
+# Usage: aws.sh CASE PATH-TO-ebs-hydrated PATH-TO-ebs-hydrate-aws
+CASES=(empty-at-start fast-restored-mid-run snapshot-noted aws-error-noted planted-ignored
+       aws-off helper-to-daemon)
+. "$(dirname "$0")/cases.sh"
+. "$(dirname "$0")/lib.sh"
+require_root
+
+DAEMON=$(wrapped "$2")
+HELPER=$(realpath "$3")
+STATE="$WORK/state"
+CONF="$WORK/conf"
+export EBS_HYDRATE_AWS_DIR="$WORK/aws"
+mkdir -p "$STATE" "$CONF" "$EBS_HYDRATE_AWS_DIR"
+chmod 0700 "$STATE"
+KEY=vol-0123456789abcdef0
+
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
+hydrate() {
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never \
+        --state-key="$KEY" "$@"
+}
+
+# findings LINES...: <KEY>.aws with the version, the volume and a time, then LINES.
+findings() {
+    { printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=1\n' "$KEY"; printf '%s\n' "$@"; } \
+        >"$EBS_HYDRATE_AWS_DIR/tmp.aws"
+    mv "$EBS_HYDRATE_AWS_DIR/tmp.aws" "$EBS_HYDRATE_AWS_DIR/$KEY.aws"
+}
+
+case_empty_at_start() {
+    local dev before out
+    dev=$(make_loop 256M)
+    findings SOURCE=empty FAST_RESTORED=unknown
+    before=$(sectors_read "$dev")
+    out=$(hydrate "$dev") || fail "run exited $?"
+    assert_contains "$out" "$KEY: complete without reading: created empty: nothing to hydrate (AWS)" \
+        "summary"
+    # Known before anything is read: not even the file systems are mapped.
+    assert_eq $(($(sectors_read "$dev") - before)) 0 "sectors read"
+    out=$(hydrate "$dev") || fail "second run exited $?"
+    assert_contains "$out" "$KEY: already hydrated" "second run (the checkpoint says complete)"
+}
+
+case_fast_restored_mid_run() {
+    local dev before total pid rc=0 read out
+    dev=$(make_loop 256M)
+    total=$(device_sectors "$dev")
+    before=$(sectors_read "$dev")
+    # 16 MiB/s: 16 s for the device, unless AWS's word ends it.
+    hydrate --rate-limit=16M "$dev" >"$WORK/out" 2>"$WORK/err" &
+    pid=$!
+    sleep 2
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=yes
+    wait_for 5 gone "$pid" || fail "the run did not end within 5 s of the findings"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 0 "exit status"
+    out=$(cat "$WORK/out")
+    assert_contains "$out" "complete without reading: restored with fast snapshot restore: nothing is cold (AWS)" "summary"
+    read=$(($(sectors_read "$dev") - before))
+    echo "read $read of $total sectors before AWS's word"
+    assert_le "$read" $((total / 2)) "sectors read"
+    out=$(hydrate "$dev") || fail "second run exited $?"
+    assert_contains "$out" "already hydrated" "second run"
+}
+
+case_snapshot_noted() {
+    local dev out err
+    dev=$(make_loop 64M)
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no INITIALIZATION_STATE=initializing \
+        INITIALIZATION_TYPE=default INITIALIZATION_PROGRESS=10 INITIALIZATION_ETA_SECONDS=600
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    err=$(cat "$WORK/err")
+    assert_contains "$out" "$KEY: hydrated, read 64.0 MiB of 64.0 MiB" "summary"
+    assert_contains "$err" "$KEY: AWS: restored from snap-0abc, initialization initializing default 10%, about 10 min left; hydrating" "journal line"
+}
+
+case_aws_error_noted() {
+    local dev out err
+    dev=$(make_loop 64M)
+    findings "ERROR=the instance has no IAM role (no instance profile)"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    err=$(cat "$WORK/err")
+    assert_contains "$out" "hydrated, read 64.0 MiB of 64.0 MiB" "summary"
+    assert_contains "$err" "AWS could not be asked (the instance has no IAM role (no instance profile)); hydrating without it" "one line"
+    [ "$(grep -c 'AWS could not be asked' "$WORK/err")" -eq 1 ] || fail "said more than once"
+}
+
+case_planted_ignored() {
+    local dev out err
+    dev=$(make_loop 64M)
+    findings SOURCE=empty
+    chown nobody "$EBS_HYDRATE_AWS_DIR/$KEY.aws"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    err=$(cat "$WORK/err")
+    assert_contains "$out" "hydrated, read 64.0 MiB of 64.0 MiB" "a planted file is not believed"
+    assert_contains "$err" "owned by another user than root and ebs-hydrate-aws" "warning"
+    # Another volume's findings under this name, and a FIFO: not believed, no hang.
+    rm -f "$EBS_HYDRATE_AWS_DIR/$KEY.aws"
+    KEY=vol-0ffffffffffffffff findings SOURCE=empty
+    mv "$EBS_HYDRATE_AWS_DIR/vol-0ffffffffffffffff.aws" "$EBS_HYDRATE_AWS_DIR/$KEY.aws"
+    rm -f "$STATE/$KEY.state"
+    out=$(timeout 30 "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never \
+        --state-key="$KEY" "$dev" 2>"$WORK/err") || fail "run with another volume's file exited $?"
+    assert_contains "$out" "hydrated, read 64.0 MiB" "another volume's findings"
+    rm -f "$EBS_HYDRATE_AWS_DIR/$KEY.aws" "$STATE/$KEY.state"
+    mkfifo "$EBS_HYDRATE_AWS_DIR/$KEY.aws"
+    out=$(timeout 30 "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never \
+        --state-key="$KEY" "$dev" 2>"$WORK/err") || fail "run with a FIFO exited $?"
+    assert_contains "$out" "hydrated, read 64.0 MiB" "a FIFO"
+}
+
+case_aws_off() {
+    local dev out
+    dev=$(make_loop 64M)
+    findings SOURCE=empty
+    out=$(hydrate --aws=no "$dev") || fail "run exited $?"
+    assert_contains "$out" "hydrated, read 64.0 MiB of 64.0 MiB" "--aws=no"
+    rm -f "$STATE/$KEY.state"
+    printf '[Hydrate]\nAws=no\n' >"$CONF/hydrate.conf"
+    out=$(hydrate "$dev") || fail "run exited $?"
+    assert_contains "$out" "hydrated, read 64.0 MiB of 64.0 MiB" "Aws=no"
+    expect_exit 2 "--aws=maybe" hydrate --aws=maybe "$dev"
+}
+
+# The helper asks the stand-in, in a namespace with only loopback, and the daemon acts on it.
+case_helper_to_daemon() {
+    local dev out
+    command -v unshare >/dev/null && unshare --net true 2>/dev/null || skip "no network namespace"
+    dev=$(make_loop 64M)
+    echo '{"volumes": {"'$KEY'": {}}}' >"$WORK/scenario.json"
+    out=$(unshare --net bash -c '
+        ip link set lo up
+        '"$(dirname "$0")"'/../aws/aws-stub.py "$1" "$2" "$3" &
+        stub=$!
+        for _ in $(seq 100); do [ -s "$2" ] && break; sleep 0.05; done
+        url=http://127.0.0.1:$(cat "$2")
+        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
+            AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1 \
+            "$4" --state-dir="$5" "$6" >/dev/null
+        rc=$?
+        kill $stub
+        exit $rc' _ "$WORK/scenario.json" "$WORK/port" "$WORK/stub.log" "$HELPER" \
+        "$EBS_HYDRATE_AWS_DIR" "$KEY") || fail "the helper exited $?"
+    grep -qx 'SOURCE=empty' "$EBS_HYDRATE_AWS_DIR/$KEY.aws" || fail "the helper wrote no findings"
+    out=$(hydrate "$dev") || fail "run exited $?"
+    assert_contains "$out" "complete without reading: created empty: nothing to hydrate (AWS)" \
+        "the daemon acted on the helper's findings"
+}
+
+run_case
