@@ -41,6 +41,7 @@ static void test_args_every_option(void **state) {
                                             "200M",
                                             "--mode=used",
                                             "--yield=no",
+                                            "--aws=no",
                                             "--state-dir=/s",
                                             "--config-dir=/c",
                                             "--state-key=vol-1",
@@ -57,6 +58,7 @@ static void test_args_every_option(void **state) {
         assert_true(a.set_rate_limit && a.cli.rate_limit == 200 * MiB);
         assert_true(a.set_mode && a.cli.mode == HYDRATE_MODE_USED);
         assert_true(a.set_yield && !a.cli.yield);
+        assert_true(a.set_aws && !a.cli.aws);
         assert_string_equal(a.state_dir, "/s");
         assert_string_equal(a.config_dir, "/c");
         assert_string_equal(a.state_key, "vol-1");
@@ -75,6 +77,7 @@ static void test_args_apply_only_what_was_given(void **state) {
         s.rate_limit = 50 * MiB;
         s.queue_depth = 8;
         s.yield = false;
+        s.aws = false;
         before = s;
         args_apply(&a, &s);
         assert_int_equal(s.rate_limit, 0);
@@ -82,6 +85,7 @@ static void test_args_apply_only_what_was_given(void **state) {
         assert_int_equal(s.block_size, before.block_size);
         assert_int_equal(s.mode, before.mode);
         assert_false(s.yield);
+        assert_false(s.aws);
 }
 
 static void test_args_bad_usage(void **state) {
@@ -94,6 +98,7 @@ static void test_args_bad_usage(void **state) {
                 (const char *const[]){"--rate-limit=fast", "/dev/a", NULL},
                 (const char *const[]){"--mode=some", "/dev/a", NULL},
                 (const char *const[]){"--yield=perhaps", "/dev/a", NULL},
+                (const char *const[]){"--aws=yes", "/dev/a", NULL},
                 (const char *const[]){"--state-key=.hidden", "/dev/a", NULL},
                 (const char *const[]){"--state-key=a/b", "/dev/a", NULL},
                 (const char *const[]){"--progress=sometimes", "/dev/a", NULL},

@@ -142,6 +142,28 @@ static void test_config_mode_values(void **state) {
         assert_null(hydrate_mode_to_string(_HYDRATE_MODE_MAX));
 }
 
+static void test_config_aws_values(void **state) {
+        Fixture *f = *state;
+        HydrateSettings s;
+        bool b = true;
+
+        hydrate_settings_init(&s);
+        assert_true(s.aws); /* auto */
+        assert_int_equal(apply_assignment(f, "Aws=no", &s), 0);
+        assert_false(s.aws);
+        assert_int_equal(apply_assignment(f, "Aws=auto", &s), 0);
+        assert_true(s.aws);
+        s.aws = false;
+        assert_int_equal(apply_assignment(f, "Aws=", &s), 0); /* the default again */
+        assert_true(s.aws);
+        assert_int_equal(apply_assignment(f, "Aws=yes", &s), -EINVAL);
+        assert_int_equal(apply_assignment(f, "Aws=Auto", &s), -EINVAL);
+        assert_int_equal(hydrate_parse_aws("off", &b), -EINVAL);
+        assert_true(b); /* untouched */
+        assert_int_equal(hydrate_parse_aws("no", &b), 0);
+        assert_false(b);
+}
+
 static void test_config_hot_paths(void **state) {
         Fixture *f = *state;
         _cleanup_free_ char *err = NULL;
@@ -282,6 +304,7 @@ int main(void) {
                 fixture_test(test_config_block_size_bounds),
                 fixture_test(test_config_queue_depth_bounds),
                 fixture_test(test_config_mode_values),
+                fixture_test(test_config_aws_values),
                 fixture_test(test_config_hot_paths),
                 fixture_test(test_config_error_unknown_key),
                 fixture_test(test_config_error_keys_are_case_sensitive),
