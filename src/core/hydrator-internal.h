@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The hydrator's object and the functions its source files share; not for other modules.
- * hydrator.c plans, submits and finishes (with the rate limit and stall detection),
- * hydrator-retry.c handles failed reads, hydrator-checkpoint.c loads and saves the state,
- * hydrator-activity.c gives way to other I/O, hydrator-clock.c owns the time and the timers.
+ * hydrator.c plans, submits and finishes (with stall detection), hydrator-rate.c holds the reads
+ * to the rate limit, hydrator-control.c pauses, resumes, stops and reports, hydrator-retry.c
+ * handles failed reads, hydrator-checkpoint.c loads and saves the state, hydrator-activity.c
+ * gives way to other I/O, hydrator-clock.c owns the time and the timers.
  */
 #pragma once
 
@@ -124,6 +125,11 @@ void hydrator_finish(Hydrator *h, HydratorPhase phase, int error);
 /* Keeps the reader busy up to the tuner's depth: due retries first, then the plan. */
 void hydrator_fill(Hydrator *h);
 void hydrator_log_depth(const Hydrator *h);
+
+/* hydrator-rate.c */
+/* True if @bytes may be requested now (RateLimit=, or the tuner's pace while it yields); otherwise
+ * arms the rate timer for when they may. */
+bool hydrator_rate_allows(Hydrator *h, uint64_t bytes);
 
 /* hydrator-retry.c */
 void hydrator_handle_failure(Hydrator *h, const ReadRequest *req, int error);

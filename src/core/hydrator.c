@@ -9,9 +9,9 @@
  * and the cursors start again from the first stage. Chunks are marked done only when their read
  * completed in full; a checkpoint records only done chunks, so a crash can make us read a chunk
  * twice, never skip one.
- * This file plans and submits the reads (within the rate limit), notices a stalled device and
- * finishes the run; failed reads, the checkpoint, Yield= and the clock have files of their own
- * (hydrator-internal.h).
+ * This file plans and submits the reads, notices a stalled device and finishes the run; the rate
+ * limit, the owner's controls (pause, resume, stop, status), failed reads, the checkpoint, Yield=
+ * and the clock have files of their own (hydrator-internal.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -262,56 +262,6 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
         hydrator_fill(h);
 }
 
-/* The rate to read at: the smaller of RateLimit= and the tuner's pace while it yields; 0 =
- * unlimited. */
-static double rate_limit(const Hydrator *h, bool *ret_paced) {
-        double limit = (double)h->settings.rate_limit, pace = tuner_pace(&h->tuner);
-
-        *ret_paced = pace > 0 && (limit == 0 || pace < limit);
-        return *ret_paced ? pace : limit;
-}
-
-/*
- * Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer.
- * RateLimit= allows a tenth of a second's burst. The tuner's pace goes out in batches, one every
- * HYDRATOR_PACE_BATCH_USEC: the timer waits until a batch's worth has built up. A device
- * that answers a read only once the reads that came after it are answered too (the rig's FUSE
- * export nests its requests) never answers a stream of reads spaced closer than its latency
- * until our queue is full; a batch a period apart is answered a latency later, like any
- * device's. The bucket keeps HYDRATOR_PACE_CATCH_UP_USEC more, so that a timer that fired late
- * (or a loop busy for a moment) costs no pace.
- */
-static bool rate_allows(Hydrator *h, uint64_t bytes) {
-        uint64_t now = hydrator_now_usec();
-        bool paced;
-        double limit = rate_limit(h, &paced), burst, wait_for = (double)bytes;
-
-        if (limit <= 0) {
-                h->tokens_usec = now;
-                return true;
-        }
-        if (paced) {
-                wait_for = MAX((double)bytes,
-                               limit * (double)HYDRATOR_PACE_BATCH_USEC / (double)USEC_PER_SEC);
-                burst = wait_for +
-                        limit * (double)HYDRATOR_PACE_CATCH_UP_USEC / (double)USEC_PER_SEC;
-        } else
-                burst = MAX((double)bytes, limit / 10.0);
-        h->tokens += (double)(now - h->tokens_usec) * limit / (double)USEC_PER_SEC;
-        h->tokens = MIN(h->tokens, burst);
-        h->tokens_usec = now;
-        if (h->tokens >= (double)bytes) {
-                h->tokens -= (double)bytes;
-                return true;
-        }
-        if (hydrator_arm_timer(
-                    h->rate_timer,
-                    now + (uint64_t)((wait_for - h->tokens) * (double)USEC_PER_SEC / limit) + 1) <
-            0)
-                hydrator_finish(h, HYDRATOR_FAILED, -ENOMEM);
-        return false;
-}
-
 /* Finds the next run of chunks to read, moving on to the next stage when one is planned out. */
 static bool next_run(Hydrator *h, uint64_t *ret_first, uint64_t *ret_count) {
         ChunkMap *m = h->state->map;
@@ -347,7 +297,7 @@ static bool plan_next_read(Hydrator *h) {
         req = (ReadRequest){.offset = chunkmap_offset(m, first),
                             .length = chunkmap_range_bytes(m, first, count),
                             .submit_usec = hydrator_now_usec()};
-        if (!rate_allows(h, req.length))
+        if (!hydrator_rate_allows(h, req.length))
                 return false;
         if (chunkmap_set_busy(m, first, count, true) < 0) {
                 hydrator_finish(h, HYDRATOR_FAILED,
@@ -529,96 +479,4 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
                 return r;
         hydrator_fill(h);
         return 0;
-}
-
-int hydrator_pause(Hydrator *h) {
-        unsigned pm;
-        char pmb[FORMAT_PERMILLE_MAX];
-
-        if (h->phase == HYDRATOR_LOADED) { /* mapping the file systems: start paused */
-                if (!h->paused)
-                        log_info("%s: paused before the first read", h->state->key);
-                h->paused = true;
-                return 0;
-        }
-        if (h->phase != HYDRATOR_HYDRATING)
-                return -ESTALE;
-        if (h->paused)
-                return 0;
-        pm = progress_permille(chunkmap_done_bytes(h->state->map), h->state->size);
-        hydrator_account_active_time(h, hydrator_now_usec());
-        h->paused = true;
-        (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
-        (void)sd_event_source_set_enabled(h->retry_timer, SD_EVENT_OFF);
-        log_info("%s: paused at %s%%", h->state->key, format_permille(pmb, pm));
-        (void)hydrator_checkpoint(h); /* logged; the timer tries again */
-        return 0;
-}
-
-int hydrator_resume(Hydrator *h) {
-        if (h->phase == HYDRATOR_LOADED) {
-                if (h->paused)
-                        log_info("%s: resumed", h->state->key);
-                h->paused = false;
-                return 0;
-        }
-        if (h->phase != HYDRATOR_HYDRATING)
-                return -ESTALE;
-        if (!h->paused)
-                return 0;
-        h->accounted_usec = h->tokens_usec = hydrator_now_usec();
-        h->tokens = 0;
-        h->paused = false;
-        log_info("%s: resumed", h->state->key);
-        hydrator_rearm_retry_timer(h);
-        hydrator_fill(h);
-        return 0;
-}
-
-void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second) {
-        h->settings.rate_limit = bytes_per_second;
-        h->tokens = 0;
-        h->tokens_usec = hydrator_now_usec();
-        (void)sd_event_source_set_enabled(h->rate_timer, SD_EVENT_OFF);
-        hydrator_fill(h);
-}
-
-void hydrator_stop(Hydrator *h) {
-        hydrator_finish(h, HYDRATOR_STOPPED, 0);
-}
-
-void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
-        *ret = (HydratorStatus){
-                .phase = h->phase,
-                .key = h->state->key,
-                .size = h->state->size,
-                .done_bytes = chunkmap_done_bytes(h->state->map),
-                .rate = h->phase == HYDRATOR_HYDRATING && !h->paused && !h->stalled
-                                ? progress_rate(&h->progress)
-                                : 0,
-                .run_bytes = h->run_bytes,
-                .run_usec = h->run_start_usec > 0 ? hydrator_now_usec() - h->run_start_usec : 0,
-                .paused = h->paused,
-                .rate_limit = h->settings.rate_limit,
-                .request_bytes = hydrator_request_bytes(h),
-                .depth = h->tuner.depth,
-                .depth_min = h->tuner.min,
-                .depth_max = h->tuner.max,
-                .depth_changes = h->tuner.changes,
-                .depth_auto = !h->tuner.fixed,
-                .latency_usec = (uint64_t)h->tuner.latency_usec,
-                .in_flight = h->reader ? reader_in_flight(h->reader) : 0,
-                .yielding = h->tuner.yielding,
-                .yield_neighbours = h->tuner.yielding && !h->tuner.yield_own,
-                .yield_percent = h->tuner.yielding
-                                         ? (unsigned)CLAMP(h->tuner.cut * 100.0 + 0.5, 0.0, 100.0)
-                                         : 0,
-                .waiting_for_aio = h->waiting_for_aio,
-                .unsaved = h->unsaved,
-                .stalled_usec = h->stalled ? hydrator_now_usec() - h->last_completion_usec : 0,
-                .n_bad = h->state->n_bad,
-                .bad = h->state->bad,
-                .error = h->error,
-        };
-        plan_get_progress(h->plan, &ret->plan);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What tuner.c (the climb, the base latency) and tuner-yield.c (the yield) share; not for other
- * modules.
+ * What tuner.c (the climb, the base latency), tuner-slow-start.c (the slow start before the
+ * climb) and tuner-yield.c (the yield) share; not for other modules.
  */
 #pragma once
 
@@ -10,6 +10,8 @@
 
 #include "tuner.h"
 
+/* The depth within the climb's minimum and maximum. */
+unsigned tuner_clamp_depth(const DepthTuner *t, uint64_t depth);
 /* Yielding to others, the depth may go below the minimum of the climb, down to one read. */
 unsigned tuner_clamp_yield(const DepthTuner *t, uint64_t depth);
 /* Sets the depth and the mode; true when the depth changed. */
@@ -18,6 +20,9 @@ bool tuner_set_depth(DepthTuner *t, unsigned depth, TunerMode mode);
 void tuner_new_epoch(DepthTuner *t, uint64_t now);
 /* A read's latency, for the base latency's history. */
 void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now);
+/* A cold read of @bytes completed after @latency, in SLOW_START: one read more, and at the end
+ * of a round the verdict on it. */
+void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t now);
 /* Ends the slow start: back to the depth of the last round that paid, in STARTUP. */
 void tuner_end_slow_start(DepthTuner *t, uint64_t now);
 /* The climb starts again from the current depth (after yielding): a new slow start. */

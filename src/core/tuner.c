@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reader control law described in tuner.h: a slow start and a throughput hill climb, held to
- * a queueing delay target. The yield to other I/O is tuner-yield.c's.
+ * The reader control law described in tuner.h: a throughput hill climb, held to a queueing delay
+ * target. The slow start before it is tuner-slow-start.c's, the yield to other I/O
+ * tuner-yield.c's.
  */
 #include <assert.h>
-#include <math.h>
 
 #include "tuner-internal.h"
 #include "tuner.h"
 #include "util.h"
 
-static unsigned clamp_depth(const DepthTuner *t, uint64_t depth) {
+unsigned tuner_clamp_depth(const DepthTuner *t, uint64_t depth) {
         return (unsigned)CLAMP(depth, (uint64_t)t->min, (uint64_t)t->max);
 }
 
@@ -27,7 +27,7 @@ static unsigned scaled(const DepthTuner *t, unsigned depth, unsigned num, unsign
                 d = (uint64_t)depth + 1;
         if (num < den && d >= depth && depth > 0)
                 d = (uint64_t)depth - 1;
-        return clamp_depth(t, d);
+        return tuner_clamp_depth(t, d);
 }
 
 void tuner_new_epoch(DepthTuner *t, uint64_t now) {
@@ -68,7 +68,7 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
                 t->base_hist[i] = UINT64_MAX;
         for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
                 t->seconds[i].min_latency_usec = UINT64_MAX;
-        t->depth = clamp_depth(t, start);
+        t->depth = tuner_clamp_depth(t, start);
         t->round_depth = t->round_prev_depth = t->depth;
         if (t->depth == t->max) /* nothing to start slowly towards */
                 t->mode = TUNER_STARTUP;
@@ -79,87 +79,6 @@ void tuner_fixed(DepthTuner *t, unsigned depth, uint64_t now_usec) {
         tuner_init(t, depth, depth, depth, now_usec);
         t->fixed = true;
         t->mode = TUNER_CRUISE;
-}
-
-/* The slow start is over, at @depth (the epochs judge from there), in STARTUP. */
-static void end_slow_start(DepthTuner *t, unsigned depth, uint64_t now) {
-        t->depth = clamp_depth(t, depth);
-        t->changes++;
-        t->mode = TUNER_STARTUP;
-        t->base_rate = 0;
-        tuner_new_epoch(t, now);
-}
-
-/*
- * Slow start, read by read: one read more for each cold one that completes, so the depth doubles
- * every round (a round: as many completions as the depth when it began). It ends when a round
- * did not pay, at the depth the round before began with: its first reads' smallest latency
- * stood over the smallest since the start by more than the target (reads began to queue), or
- * its throughput grew by less than TUNER_SLOW_START_GAIN (the device gives no more).
- */
-static void slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t now) {
-        double rate;
-
-        if (t->tainted) /* the owner could not keep the depth: this says nothing */
-                return;
-        if (t->round_completions == 0) {
-                t->round_start_usec = now;
-                t->round_bytes = 0;
-        }
-        t->start_min_usec = MIN(t->start_min_usec, latency);
-        if (t->round_rate == 0 && t->start_completions > 0 &&
-            latency > t->start_min_usec + tuner_target(t->start_min_usec)) {
-                /* In the first round, this read waited behind ours (a cap that lets through
-                 * far less than the depth we start at asks for): the depth that carries what
-                 * the device delivered over the last completions at the smallest latency plus
-                 * the target, if that is less than half of what we have. A read slowed by
-                 * chance on a fast device, or one that gives more the deeper it is driven,
-                 * asks for more than that. */
-                unsigned n = MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES);
-                uint64_t oldest = t->start_done_usec[t->start_completions % n];
-                double served = now > oldest ? (double)n * (double)bytes * (double)USEC_PER_SEC /
-                                                       (double)(now - oldest)
-                                             : INFINITY;
-                double d = served * (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
-                           (double)USEC_PER_SEC / (double)bytes;
-
-                if (2.0 * d < (double)t->depth) {
-                        end_slow_start(t, (unsigned)MAX(d + 0.5, 1.0), now);
-                        return;
-                }
-        }
-        t->start_done_usec[t->start_completions++ % TUNER_SLOW_START_SAMPLES] = now;
-        if (t->round_completions < TUNER_SLOW_START_SAMPLES)
-                t->round_min_usec = MIN(t->round_min_usec, latency);
-        t->round_bytes += (double)bytes;
-        if (t->depth < t->max) {
-                t->depth++;
-                t->changes++;
-        }
-        if (++t->round_completions < t->round_depth)
-                return;
-        rate = now > t->round_start_usec
-                       ? t->round_bytes * (double)USEC_PER_SEC / (double)(now - t->round_start_usec)
-                       : 0;
-        if (t->round_min_usec > t->start_min_usec + tuner_target(t->start_min_usec) ||
-            (t->round_rate > 0 && rate < t->round_rate * TUNER_SLOW_START_GAIN)) {
-                end_slow_start(t, t->round_prev_depth, now);
-                return;
-        }
-        if (t->depth == t->max) {
-                end_slow_start(t, t->depth, now);
-                return;
-        }
-        t->round_rate = rate;
-        t->round_prev_depth = t->round_depth;
-        t->round_depth = t->depth;
-        t->round_completions = 0;
-        t->round_min_usec = UINT64_MAX;
-}
-
-void tuner_end_slow_start(DepthTuner *t, uint64_t now) {
-        if (t->mode == TUNER_SLOW_START)
-                end_slow_start(t, t->round_prev_depth, now);
 }
 
 void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64_t now_usec) {
@@ -173,7 +92,7 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
         if (cold)
                 t->sample_min_usec = MIN(t->sample_min_usec, latency_usec);
         if (t->mode == TUNER_SLOW_START && cold && !t->yielding)
-                slow_start(t, bytes, latency_usec, now_usec);
+                tuner_slow_start(t, bytes, latency_usec, now_usec);
         if (now_usec < t->measure_usec)
                 return;
         t->bytes += bytes;
@@ -432,7 +351,7 @@ bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         t->round_rate = 0;
         if (tuner_base_latency(t) > 0)
                 t->start_min_usec = tuner_base_latency(t);
-        return tuner_set_depth(t, clamp_depth(t, t->depth), TUNER_SLOW_START);
+        return tuner_set_depth(t, tuner_clamp_depth(t, t->depth), TUNER_SLOW_START);
 }
 
 /* ---- the epoch ---- */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the files of one run share (manager.c sets it up and ends it, manager-status.c reports
- * on it). Not for use outside src/daemon.
+ * What the files of one run share (manager.c sets it up and ends it, manager-discovery.c plans
+ * it by the file systems it maps, manager-status.c reports on it). Not for use outside
+ * src/daemon.
  */
 #pragma once
 
@@ -87,3 +88,8 @@ int manager_completed_by_aws(Manager *run);
 void manager_notify_status(Manager *run);
 int manager_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata);
 int manager_on_phase_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* manager_start_discovery() - start mapping the file systems of the device in a thread of their
+ * own: the reads the mapping needs go to the hydrator at once, and what it finds becomes the
+ * plan (a failure to plan ends the run). Returns -errno, logged, if it cannot start. */
+int manager_start_discovery(Manager *run);

@@ -2,7 +2,8 @@
 /*
  * One run of ebs-hydrated (see manager.h). The hydrator reads; this file sets up what it needs,
  * reports what it does (the bar, STATUS=, the D-Bus object, the journal records and the summary,
- * all phrased by report.c) and says how it ended.
+ * all phrased by report.c) and says how it ended. The mapping of the file systems into the plan
+ * is manager-discovery.c's; the bar, STATUS= and the volume record manager-status.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,22 +80,6 @@ static void log_outcome(const Manager *run, const HydratorStatus *st) {
 
         if (level >= 0)
                 log_volume(level, message_id, st->key, run->devnode, "%s", line);
-}
-
-static void log_plan(const Manager *run, const char *key, const HydrateSettings *s) {
-        char b[_PLAN_STAGE_MAX][FORMAT_BYTES_MAX];
-        HydratorStatus st;
-
-        hydrator_get_status(run->hydrator, &st);
-        for (PlanStage i = 0; i < _PLAN_STAGE_MAX; i++)
-                format_bytes(b[i], sizeof(b[i]), st.plan.total_bytes[i]);
-        if (st.plan.hot_pending)
-                (void)snprintf(b[PLAN_STAGE_HOT], sizeof(b[PLAN_STAGE_HOT]), "pending");
-        log_info("%s: plan: metadata %s, hot paths %s, used %s, free %s%s", key,
-                 b[PLAN_STAGE_METADATA], b[PLAN_STAGE_HOT], b[PLAN_STAGE_USED], b[PLAN_STAGE_FREE],
-                 !st.plan.fs_aware              ? " (whole device, in offset order)"
-                 : s->mode == HYDRATE_MODE_USED ? "; Mode=used: free space is not read"
-                                                : "");
 }
 
 static int publish(Manager *run, const Args *a, const DeviceIdentity *id, const char *key) {
@@ -179,14 +164,6 @@ static int already_hydrated(Manager *run) {
         return REPORT_EXIT_COMPLETE;
 }
 
-/* Ends the event loop with @code, the hydrator stopped (its progress saved) if it reads. */
-static void end_early(Manager *run, int code) {
-        run->code = code;
-        if (run->started)
-                hydrator_stop(run->hydrator);
-        (void)sd_event_exit(run->event, 0);
-}
-
 /* The "started" record, then the reads: at once, what the mapping of the file systems reads
  * next (hydrator_read_ahead()); the plan follows the mapping. */
 static int start_reading(Manager *run) {
@@ -205,140 +182,6 @@ static int start_reading(Manager *run) {
                 return r;
         }
         run->started = true;
-        return 0;
-}
-
-static bool has_hot_paths(const HydrateSettings *s) {
-        const char *p = strempty(s->hot_paths);
-
-        return p[strspn(p, " \t")] != '\0';
-}
-
-static bool reading(const Manager *run) {
-        HydratorStatus st;
-
-        hydrator_get_status(run->hydrator, &st);
-        return run->code < 0 && !run->already && st.phase == HYDRATOR_HYDRATING;
-}
-
-/* Blocks the mapping reads next: read them now, many at once, so that it finds them warm. */
-static void on_ahead(Discovery *d, const ByteRange *ranges, size_t n, void *userdata) {
-        Manager *run = userdata;
-        int r;
-
-        if (!reading(run))
-                return;
-        r = hydrator_read_ahead(run->hydrator, ranges, n);
-        if (r < 0)
-                log_warning_errno(r, "%s: cannot queue the reads the mapping needs (%m), ignoring",
-                                  run->key);
-}
-
-/* The new plan leaves nothing to read (Mode=used, a volume whose used blocks are all read): the
- * run ends as "already hydrated", the hydrator stopped with its progress saved. */
-static void check_already(Manager *run) {
-        if (!hydrator_already_complete(run->hydrator))
-                return;
-        run->already = true;
-        hydrator_stop(run->hydrator);
-}
-
-/* Plans by @res's layout, or with @with_hot adds its HotPaths= to that plan; ends the run if
- * that fails. */
-static bool replan(Manager *run, DiscoveryResult *res, bool with_hot) {
-        bool hot = has_hot_paths(run->settings);
-        int r;
-
-        /* The plan takes the layout's chunk kinds over (no second copy of two bits a chunk): the
-         * hot paths join that plan, they do not make another from the layout. */
-        if (with_hot)
-                r = hydrator_add_hot_paths(run->hydrator, res->hot, res->n_hot);
-        else
-                r = hydrator_set_layout(run->hydrator, res->mapped >= 0 ? &res->layout : NULL, NULL,
-                                        0, hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
-        if (r < 0) {
-                log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
-                end_early(run, REPORT_EXIT_FAILED);
-                return false;
-        }
-        log_plan(run, run->key, run->settings);
-        if (!hot || with_hot)
-                check_already(run);
-        manager_notify_status(run); /* at once: the phase changed */
-        if (run->bus)
-                hydrate_bus_refresh(run->bus);
-        return true;
-}
-
-/*
- * The file systems are mapped (or found unmappable: then the device is read whole, in offset
- * order, as it always was; only running out of memory is an error): the plan takes them. With
- * HotPaths=, the metadata is read while they are found, and the stages after wait for them.
- */
-static void on_mapped(Discovery *d, void *userdata) {
-        Manager *run = userdata;
-        DiscoveryResult *res = discovery_result(d);
-
-        if (run->planned || !reading(run))
-                return;
-        run->planned = true;
-        if (res->mapped < 0)
-                log_warning("%s: cannot map the file systems of %s (%s); reading the whole "
-                            "device, in offset order",
-                            run->key, run->devnode, res->error ?: strerror(-res->mapped));
-        for (size_t i = 0; res->mapped >= 0 && i < res->layout.n_notes; i++)
-                log_info("%s: %s", run->devnode, res->layout.notes[i]);
-        (void)replan(run, res, false);
-}
-
-/* HotPaths= resolved too: the hot paths join the plan, after the metadata. */
-static void on_discovered(Discovery *d, void *userdata) {
-        Manager *run = userdata;
-        DiscoveryResult *res = discovery_result(d);
-
-        on_mapped(d, userdata); /* if its message was lost to a lack of memory */
-        if (!reading(run))
-                return;
-        if (res->hot_error < 0) {
-                log_error_errno(res->hot_error, "Failed to resolve HotPaths=: %m");
-                end_early(run, REPORT_EXIT_FAILED);
-                return;
-        }
-        if (has_hot_paths(run->settings))
-                (void)replan(run, res, true);
-}
-
-static void on_discovery_stalled(void *userdata) {
-        manager_notify_status(userdata); /* at once, not at the next status period */
-}
-
-static int start_discovery(Manager *run) {
-        _cleanup_free_ char *stat_path = NULL;
-        DiscoveryRequest req = {
-                .fd = run->dev->fd,
-                .size = run->dev->size,
-                .chunk_size = hydrator_chunk_size(run->hydrator),
-                .hot_paths = run->settings->hot_paths,
-                .sysfs_root = run->sysfs_root,
-                .key = run->key,
-                .devnode = run->devnode,
-                .stalled = on_discovery_stalled,
-                .ahead = on_ahead,
-                .mapped = on_mapped,
-        };
-        struct stat st;
-        int r;
-
-        if (fstat(run->dev->fd, &st) < 0)
-                return log_error_errno(-errno, "Cannot stat %s: %m", run->dev->path);
-        req.rdev = st.st_rdev;
-        if (asprintf(&stat_path, "%s/block/%s/stat", run->sysfs_root, run->dev->kernel_name) < 0)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        req.stat_path = stat_path;
-        r = discovery_start(&run->discovery, run->event, &req, on_discovered, run);
-        if (r < 0)
-                return log_error_errno(r, "Cannot start mapping the file systems of %s: %m",
-                                       run->dev->path);
         return 0;
 }
 
@@ -439,7 +282,7 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
          * its own, and the event loop, for the reads, STATUS=, the watchdog, the bus and
          * signals, goes on meanwhile. */
         (void)sd_notify(false, "READY=1");
-        if (start_discovery(run) < 0)
+        if (manager_start_discovery(run) < 0)
                 return REPORT_EXIT_FAILED;
         if (start_reading(run) < 0)
                 return REPORT_EXIT_FAILED;

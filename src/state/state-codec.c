@@ -8,7 +8,8 @@
  * before it. Decoding trusts nothing it has not checked.
  * Both directions stream through one buffer of STATE_IO_BUFFER bytes: the bitmap goes straight
  * between the chunk map and the file, so a save or a load never holds a second copy of it
- * (2 MiB at 16 M chunks), whatever the size of the volume.
+ * (2 MiB at 16 M chunks), whatever the size of the volume. Where the bytes come from or go
+ * (memory, a file descriptor) is state-codec-io.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +18,6 @@
 #include <zlib.h>
 
 #include "alloc-util.h"
-#include "fileio.h"
 #include "state.h"
 #include "unaligned.h"
 #include "util.h"
@@ -148,46 +148,6 @@ int state_encode_to(const HydrateState *s, state_write_t write, void *userdata) 
 
 size_t state_encoded_size(const HydrateState *s) {
         return encoded_size(strlen(s->key), s->n_bad, chunkmap_bitmap_bytes(s->map));
-}
-
-typedef struct MemoryImage {
-        uint8_t *buf;
-        size_t n, size;
-} MemoryImage;
-
-static int write_memory(void *userdata, const void *data, size_t n) {
-        MemoryImage *m = userdata;
-
-        if (n > m->size - m->n)
-                return -EIO; /* cannot happen: sized by state_encoded_size() */
-        memcpy(m->buf + m->n, data, n);
-        m->n += n;
-        return 0;
-}
-
-int state_encode(const HydrateState *s, uint8_t **ret_buf, size_t *ret_size) {
-        MemoryImage m = {.size = state_encoded_size(s)};
-        int r;
-
-        m.buf = malloc(m.size);
-        if (!m.buf)
-                return -ENOMEM;
-        r = state_encode_to(s, write_memory, &m);
-        if (r < 0) {
-                free(m.buf);
-                return r;
-        }
-        *ret_buf = m.buf;
-        *ret_size = m.n;
-        return 0;
-}
-
-static int write_fd(void *userdata, const void *data, size_t n) {
-        return write_full_fd(*(int *)userdata, data, n);
-}
-
-int state_encode_fd(const HydrateState *s, int fd) {
-        return state_encode_to(s, write_fd, &fd);
 }
 
 /* ---- decoding ---- */
@@ -505,44 +465,4 @@ int state_decode_from(state_read_t read, void *userdata, uint64_t size, HydrateS
 
 int state_summary_from(state_read_t read, void *userdata, uint64_t size, StateSummary *ret) {
         return decode(read, userdata, size, NULL, ret);
-}
-
-static ssize_t read_memory(void *userdata, void *buf, size_t n) {
-        MemoryImage *m = userdata;
-
-        n = MIN(n, m->size - m->n);
-        memcpy(buf, m->buf + m->n, n);
-        m->n += n;
-        return (ssize_t)n;
-}
-
-int state_decode(const uint8_t *buf, size_t size, HydrateState **ret) {
-        MemoryImage m = {.buf = (uint8_t *)buf, .size = size};
-
-        return state_decode_from(read_memory, &m, size, ret);
-}
-
-static ssize_t read_fd(void *userdata, void *buf, size_t n) {
-        for (;;) {
-                ssize_t k = read(*(int *)userdata, buf, n);
-
-                if (k >= 0)
-                        return k;
-                if (errno != EINTR)
-                        return -errno;
-        }
-}
-
-int state_decode_fd(int fd, uint64_t size, HydrateState **ret) {
-        return state_decode_from(read_fd, &fd, size, ret);
-}
-
-int state_summary_fd(int fd, uint64_t size, StateSummary *ret) {
-        return state_summary_from(read_fd, &fd, size, ret);
-}
-
-int state_summary(const uint8_t *buf, size_t size, StateSummary *ret) {
-        MemoryImage m = {.buf = (uint8_t *)buf, .size = size};
-
-        return state_summary_from(read_memory, &m, size, ret);
 }

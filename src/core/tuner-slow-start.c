@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The slow start of tuner.h, rule 1: read by read, one read more for each cold one that
+ * completes, until a round of reads does not pay; then the epochs of tuner.c take over.
+ */
+#include <math.h>
+
+#include "tuner-internal.h"
+#include "tuner.h"
+#include "util.h"
+
+/* The slow start is over, at @depth (the epochs judge from there), in STARTUP. */
+static void end_slow_start(DepthTuner *t, unsigned depth, uint64_t now) {
+        t->depth = tuner_clamp_depth(t, depth);
+        t->changes++;
+        t->mode = TUNER_STARTUP;
+        t->base_rate = 0;
+        tuner_new_epoch(t, now);
+}
+
+/*
+ * Slow start, read by read: one read more for each cold one that completes, so the depth doubles
+ * every round (a round: as many completions as the depth when it began). It ends when a round
+ * did not pay, at the depth the round before began with: its first reads' smallest latency
+ * stood over the smallest since the start by more than the target (reads began to queue), or
+ * its throughput grew by less than TUNER_SLOW_START_GAIN (the device gives no more).
+ */
+void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t now) {
+        double rate;
+
+        if (t->tainted) /* the owner could not keep the depth: this says nothing */
+                return;
+        if (t->round_completions == 0) {
+                t->round_start_usec = now;
+                t->round_bytes = 0;
+        }
+        t->start_min_usec = MIN(t->start_min_usec, latency);
+        if (t->round_rate == 0 && t->start_completions > 0 &&
+            latency > t->start_min_usec + tuner_target(t->start_min_usec)) {
+                /* In the first round, this read waited behind ours (a cap that lets through
+                 * far less than the depth we start at asks for): the depth that carries what
+                 * the device delivered over the last completions at the smallest latency plus
+                 * the target, if that is less than half of what we have. A read slowed by
+                 * chance on a fast device, or one that gives more the deeper it is driven,
+                 * asks for more than that. */
+                unsigned n = MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES);
+                uint64_t oldest = t->start_done_usec[t->start_completions % n];
+                double served = now > oldest ? (double)n * (double)bytes * (double)USEC_PER_SEC /
+                                                       (double)(now - oldest)
+                                             : INFINITY;
+                double d = served * (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
+                           (double)USEC_PER_SEC / (double)bytes;
+
+                if (2.0 * d < (double)t->depth) {
+                        end_slow_start(t, (unsigned)MAX(d + 0.5, 1.0), now);
+                        return;
+                }
+        }
+        t->start_done_usec[t->start_completions++ % TUNER_SLOW_START_SAMPLES] = now;
+        if (t->round_completions < TUNER_SLOW_START_SAMPLES)
+                t->round_min_usec = MIN(t->round_min_usec, latency);
+        t->round_bytes += (double)bytes;
+        if (t->depth < t->max) {
+                t->depth++;
+                t->changes++;
+        }
+        if (++t->round_completions < t->round_depth)
+                return;
+        rate = now > t->round_start_usec
+                       ? t->round_bytes * (double)USEC_PER_SEC / (double)(now - t->round_start_usec)
+                       : 0;
+        if (t->round_min_usec > t->start_min_usec + tuner_target(t->start_min_usec) ||
+            (t->round_rate > 0 && rate < t->round_rate * TUNER_SLOW_START_GAIN)) {
+                end_slow_start(t, t->round_prev_depth, now);
+                return;
+        }
+        if (t->depth == t->max) {
+                end_slow_start(t, t->depth, now);
+                return;
+        }
+        t->round_rate = rate;
+        t->round_prev_depth = t->round_depth;
+        t->round_depth = t->depth;
+        t->round_completions = 0;
+        t->round_min_usec = UINT64_MAX;
+}
+
+void tuner_end_slow_start(DepthTuner *t, uint64_t now) {
+        if (t->mode == TUNER_SLOW_START)
+                end_slow_start(t, t->round_prev_depth, now);
+}
