@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 
+#include "string-table.h"
 #include "tuner-internal.h"
 #include "tuner.h"
 #include "util.h"
@@ -318,6 +319,7 @@ static bool decide(DepthTuner *t, const Sample *s) {
                 return tuner_set_depth(t, t->relearn_depth, TUNER_CRUISE);
         case TUNER_SLOW_START: /* decided read by read */
         case TUNER_YIELD:      /* decided sample by sample */
+        case _TUNER_MODE_MAX:
                 break;
         }
         return false;
@@ -451,13 +453,15 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         return changed;
 }
 
-const char *tuner_mode_to_string(TunerMode m) {
-        static const char *const names[] = {
-                [TUNER_SLOW_START] = "slow-start", [TUNER_STARTUP] = "startup",
-                [TUNER_CRUISE] = "cruise",         [TUNER_PROBE_UP] = "probe-up",
-                [TUNER_PROBE_DOWN] = "probe-down", [TUNER_RELEARN] = "relearn",
-                [TUNER_YIELD] = "yield",
-        };
+static const char *const tuner_mode_table[_TUNER_MODE_MAX] = {
+        [TUNER_SLOW_START] = "slow-start", [TUNER_STARTUP] = "startup",
+        [TUNER_CRUISE] = "cruise",         [TUNER_PROBE_UP] = "probe-up",
+        [TUNER_PROBE_DOWN] = "probe-down", [TUNER_RELEARN] = "relearn",
+        [TUNER_YIELD] = "yield",
+};
 
-        return (unsigned)m < ELEMENTSOF(names) ? names[m] : "?";
+const char *tuner_mode_to_string(TunerMode m) {
+        const char *s = string_table_get(tuner_mode_table, ELEMENTSOF(tuner_mode_table), m);
+
+        return s ? s : "?"; /* for log lines */
 }

@@ -174,6 +174,7 @@ typedef enum TunerMode {
         TUNER_PROBE_DOWN,
         TUNER_RELEARN,
         TUNER_YIELD,
+        _TUNER_MODE_MAX,
 } TunerMode;
 
 /* Rates over one second, bytes/s, and the smallest cold latency of that second. */
@@ -325,4 +326,5 @@ uint64_t tuner_target(uint64_t base_usec);
 /* tuner_yield_target() - the same while yielding to a workload: tighter. */
 uint64_t tuner_yield_target(uint64_t base_usec);
 
+/* tuner_mode_to_string() - "slow-start", ..., "yield"; "?" for a value that is none. */
 const char *tuner_mode_to_string(TunerMode m);

@@ -30,7 +30,7 @@ int main(int argc, char *argv[]) {
         log_setup("ebs-hydrated");
         r = args_parse(argc, argv, &a);
         if (r <= 0)
-                return r == 0 ? REPORT_EXIT_COMPLETE : REPORT_EXIT_USAGE;
+                return r == 0 ? EBS_HYDRATE_EXIT_SUCCESS : EBS_HYDRATE_EXIT_USAGE;
 
         /* sd-event takes signals through a signalfd: they must be blocked first. Every signal
          * whose default action ends the process without a core is taken as a stop: a closed SSH

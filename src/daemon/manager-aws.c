@@ -129,5 +129,5 @@ int manager_completed_by_aws(Manager *run) {
         (void)sd_notifyf(false, "READY=1\nSTATUS=%s", line);
         log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, run->key, run->devnode, "%s", line);
         (void)output_printf(STDOUT_FILENO, "%s\n", line);
-        return REPORT_EXIT_COMPLETE;
+        return EBS_HYDRATE_EXIT_SUCCESS;
 }

@@ -93,7 +93,7 @@ static bool replan(Manager *run, DiscoveryResult *res, bool with_hot) {
                                         0, hot ? PLAN_STAGE_HOT : _PLAN_STAGE_MAX);
         if (r < 0) {
                 log_error_errno(r, "Failed to plan the hydration of %s: %m", run->key);
-                end_early(run, REPORT_EXIT_FAILED);
+                end_early(run, EBS_HYDRATE_EXIT_FAILURE);
                 return false;
         }
         log_plan(run, run->key, run->settings);
@@ -136,7 +136,7 @@ static void on_discovered(Discovery *d, void *userdata) {
                 return;
         if (res->hot_error < 0) {
                 log_error_errno(res->hot_error, "Failed to resolve HotPaths=: %m");
-                end_early(run, REPORT_EXIT_FAILED);
+                end_early(run, EBS_HYDRATE_EXIT_FAILURE);
                 return;
         }
         if (has_hot_paths(run->settings))

@@ -142,7 +142,7 @@ static int already_hydrated(Manager *run) {
         uint64_t n;
 
         if (hydrator_record_complete(run->hydrator) < 0)
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         manager_publish_record(run, RECORD_COMPLETED);
         hydrator_get_status(run->hydrator, &st);
         n = st.size - st.done_bytes;
@@ -161,7 +161,7 @@ static int already_hydrated(Manager *run) {
                                     "nothing to read\n",
                                     run->key, cold);
         }
-        return REPORT_EXIT_COMPLETE;
+        return EBS_HYDRATE_EXIT_SUCCESS;
 }
 
 /* The "started" record, then the reads: at once, what the mapping of the file systems reads
@@ -247,7 +247,7 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
                 return log_error_errno(lock_fd, "Failed to lock state of %s: %m", key);
         r = hydrator_new(&run->hydrator, run->event, dev, key, dir_fd, settings);
         if (r < 0)
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         /* A volume read in full needs no plan: mapping it would read its metadata again on
          * every start (libblkid's and libext2fs's reads go through the page cache, which the
          * kernel drops when the device is closed), and "already hydrated" reads nothing. */
@@ -269,7 +269,7 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
                                        "reading %s, whose progress could not be kept",
                                        run->state_dir, key, dev->path);
         if (set_up_reporting(run, a, id) < 0)
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         /* Until the file systems are mapped, the plan is a placeholder: it reads only what the
          * mapping asks for ahead, and reports no phase done. */
         r = hydrator_set_layout(run->hydrator, NULL, NULL, 0, PLAN_STAGE_METADATA);
@@ -283,11 +283,11 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
          * signals, goes on meanwhile. */
         (void)sd_notify(false, "READY=1");
         if (manager_start_discovery(run) < 0)
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         if (start_reading(run) < 0)
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         if (manager_aws_watch(run) < 0)
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         manager_notify_status(run);
         r = sd_event_loop(run->event);
         stalled = discovery_stalled_usec(run->discovery);
@@ -295,10 +295,10 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
                 manager_publish_record(run, RECORD_FAILED);
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         }
         if (run->code >= 0) {
-                if (run->code != REPORT_EXIT_COMPLETE)
+                if (run->code != EBS_HYDRATE_EXIT_SUCCESS)
                         manager_publish_record(run, RECORD_FAILED);
                 return run->code;
         }
@@ -317,7 +317,7 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
                                     key, run->devnode);
                 (void)output_printf(STDOUT_FILENO, "%s\n",
                                     report_stopped_mapping(line, sizeof(line), key, false, false));
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         }
         manager_draw_bar(run);
         manager_clear_bar(run);
@@ -415,9 +415,11 @@ static void end_record(Manager *run, const Args *a, const char *key, int r) {
         if (r == -EBUSY) /* another run's volume, and its record */
                 return;
         last_record(run, a, key,
-                    code == REPORT_EXIT_COMPLETE ? _RECORD_STATE_INVALID /* the run's own word */
-                    : code == REPORT_EXIT_USAGE || code == REPORT_EXIT_UNREADABLE ? RECORD_FAILED
-                                                                                  : RECORD_STOPPED);
+                    code == EBS_HYDRATE_EXIT_SUCCESS
+                            ? _RECORD_STATE_INVALID /* the run's own word */
+                    : code == EBS_HYDRATE_EXIT_USAGE || code == EBS_HYDRATE_EXIT_UNREADABLE
+                            ? RECORD_FAILED
+                            : RECORD_STOPPED);
 }
 
 static int set_up_event_loop(Manager *run) {
@@ -482,13 +484,13 @@ int manager_run(const Args *a, int *ret_signal) {
                                     key);
                 (void)sd_notifyf(false, "READY=1\nSTATUS=%s: hydration disabled by configuration",
                                  key);
-                return REPORT_EXIT_COMPLETE;
+                return EBS_HYDRATE_EXIT_SUCCESS;
         }
         if (r >= 0)
                 r = dir_fd = inputs_state_dir(a, &run.state_dir);
         if (r >= 0)
                 r = set_up_event_loop(&run) < 0
-                            ? REPORT_EXIT_FAILED
+                            ? EBS_HYDRATE_EXIT_FAILURE
                             : hydrate(&run, a, &dev, &id, key, dir_fd, &settings);
         end_record(&run, a, key, r);
         *ret_signal = run.signal;

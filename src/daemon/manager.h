@@ -13,7 +13,7 @@
 void manager_block_signals(void);
 
 /*
- * manager_run() - run the hydration @a asks for. Returns the REPORT_EXIT_* the run ended with,
+ * manager_run() - run the hydration @a asks for. Returns the EBS_HYDRATE_EXIT_* the run ended with,
  * or -errno when it could not start (logged: report_exit_status_errno() tells which exit status
  * that is). *@ret_signal is the signal that stopped the run, or 0: the caller dies of it, once
  * everything is saved and freed.

@@ -369,13 +369,13 @@ int report_journal(char *buf, size_t size, const HydratorStatus *st, const char 
 int report_exit_status(const HydratorStatus *st) {
         switch (st->phase) {
         case HYDRATOR_COMPLETE:
-                return REPORT_EXIT_COMPLETE;
+                return EBS_HYDRATE_EXIT_SUCCESS;
         case HYDRATOR_UNREADABLE:
-                return REPORT_EXIT_UNREADABLE;
+                return EBS_HYDRATE_EXIT_UNREADABLE;
         case HYDRATOR_DETACHED:
-                return REPORT_EXIT_DETACHED;
+                return EBS_HYDRATE_EXIT_DETACHED;
         default:
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         }
 }
 
@@ -393,9 +393,9 @@ int report_exit_status_errno(int error) {
         case EAGAIN:
         case EINTR:
         case ETIMEDOUT:
-                return REPORT_EXIT_FAILED;
+                return EBS_HYDRATE_EXIT_FAILURE;
         default:
-                return REPORT_EXIT_USAGE;
+                return EBS_HYDRATE_EXIT_USAGE;
         }
 }
 

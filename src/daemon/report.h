@@ -22,14 +22,7 @@
 #define REPORT_SUMMARY_MAX 2048
 #define REPORT_WORDS_MAX 64
 
-/* Exit statuses of ebs-hydrated: ebs-hydrate/exit-status.h. */
-enum {
-        REPORT_EXIT_COMPLETE = EBS_HYDRATE_EXIT_SUCCESS,
-        REPORT_EXIT_FAILED = EBS_HYDRATE_EXIT_FAILURE,
-        REPORT_EXIT_USAGE = EBS_HYDRATE_EXIT_USAGE,
-        REPORT_EXIT_UNREADABLE = EBS_HYDRATE_EXIT_UNREADABLE,
-        REPORT_EXIT_DETACHED = EBS_HYDRATE_EXIT_DETACHED,
-};
+/* The exit statuses of ebs-hydrated are EBS_HYDRATE_EXIT_* (ebs-hydrate/exit-status.h). */
 
 /*
  * report_status() - e.g. "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about
@@ -77,16 +70,16 @@ char *report_summary(char *buf, size_t size, const HydratorStatus *st);
 int report_journal(char *buf, size_t size, const HydratorStatus *st, const char *devnode,
                    const char **ret_message_id);
 
-/* report_exit_status() - REPORT_EXIT_* for a run that ended. */
+/* report_exit_status() - EBS_HYDRATE_EXIT_* for a run that ended. */
 int report_exit_status(const HydratorStatus *st);
 
 /*
  * report_exit_status_errno() - the exit status of a run that could not start, from the -errno its
- * step returned: REPORT_EXIT_FAILED for what may pass by itself (an I/O error, a full or read-only
- * file system, memory or descriptors, a lock held by another run: the unit restarts it), and
- * REPORT_EXIT_USAGE for what stays wrong until someone acts (no such device, not a block device,
- * a bad configuration, a state directory that is not one or not ours, a planted link: the unit
- * does not restart on it, so that it cannot loop).
+ * step returned: EBS_HYDRATE_EXIT_FAILURE for what may pass by itself (an I/O error, a full or
+ * read-only file system, memory or descriptors, a lock held by another run: the unit restarts it),
+ * and EBS_HYDRATE_EXIT_USAGE for what stays wrong until someone acts (no such device, not a block
+ * device, a bad configuration, a state directory that is not one or not ours, a planted link: the
+ * unit does not restart on it, so that it cannot loop).
  */
 int report_exit_status_errno(int error);
 

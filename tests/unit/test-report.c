@@ -265,7 +265,7 @@ static void test_report_unreadable_agree(void **state) {
                                  "and 2 more");
         report_status(buf, sizeof(buf), &st);
         assert_non_null(strstr(buf, ranges));
-        assert_int_equal(report_exit_status(&st), REPORT_EXIT_UNREADABLE);
+        assert_int_equal(report_exit_status(&st), EBS_HYDRATE_EXIT_UNREADABLE);
         assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_FAILED);
 }
 
@@ -279,7 +279,7 @@ static void test_report_journal_exit_and_bus(void **state) {
         assert_string_equal(id, LOG_MESSAGE_HYDRATION_COMPLETE);
         assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration complete, all "
                                  "10.0 GiB read");
-        assert_int_equal(report_exit_status(&st), REPORT_EXIT_COMPLETE);
+        assert_int_equal(report_exit_status(&st), EBS_HYDRATE_EXIT_SUCCESS);
         assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_COMPLETED);
 
         st.phase = HYDRATOR_FAILED;
@@ -288,12 +288,12 @@ static void test_report_journal_exit_and_bus(void **state) {
         assert_string_equal(id, LOG_MESSAGE_HYDRATION_FAILED);
         assert_string_equal(buf, "vol-0123456789abcdef0 (/dev/nvme1n1): hydration failed at "
                                  "42.0%: Input/output error; progress saved");
-        assert_int_equal(report_exit_status(&st), REPORT_EXIT_FAILED);
+        assert_int_equal(report_exit_status(&st), EBS_HYDRATE_EXIT_FAILURE);
         assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_FAILED);
 
         st.phase = HYDRATOR_DETACHED;
         assert_int_equal(report_journal(buf, sizeof(buf), &st, "/dev/nvme1n1", &id), -ENODATA);
-        assert_int_equal(report_exit_status(&st), REPORT_EXIT_DETACHED);
+        assert_int_equal(report_exit_status(&st), EBS_HYDRATE_EXIT_DETACHED);
         assert_string_equal(report_bus_state(&st), EBS_HYDRATE_STATE_PAUSED);
 
         st.phase = HYDRATOR_LOADED; /* mapping the file systems */
@@ -364,22 +364,25 @@ static void test_record(void **state) {
 static void test_exit_status_errno(void **state) {
         (void)state;
         /* may pass: the unit's Restart= tries again */
-        assert_int_equal(report_exit_status_errno(-EIO), REPORT_EXIT_FAILED);
-        assert_int_equal(report_exit_status_errno(-ENOSPC), REPORT_EXIT_FAILED);
-        assert_int_equal(report_exit_status_errno(-EDQUOT), REPORT_EXIT_FAILED);
-        assert_int_equal(report_exit_status_errno(-EROFS), REPORT_EXIT_FAILED);
-        assert_int_equal(report_exit_status_errno(-ENOMEM), REPORT_EXIT_FAILED);
-        assert_int_equal(report_exit_status_errno(-EBUSY), REPORT_EXIT_FAILED); /* lock held */
+        assert_int_equal(report_exit_status_errno(-EIO), EBS_HYDRATE_EXIT_FAILURE);
+        assert_int_equal(report_exit_status_errno(-ENOSPC), EBS_HYDRATE_EXIT_FAILURE);
+        assert_int_equal(report_exit_status_errno(-EDQUOT), EBS_HYDRATE_EXIT_FAILURE);
+        assert_int_equal(report_exit_status_errno(-EROFS), EBS_HYDRATE_EXIT_FAILURE);
+        assert_int_equal(report_exit_status_errno(-ENOMEM), EBS_HYDRATE_EXIT_FAILURE);
+        assert_int_equal(report_exit_status_errno(-EBUSY),
+                         EBS_HYDRATE_EXIT_FAILURE); /* lock held */
         /* waits for a person */
-        assert_int_equal(report_exit_status_errno(-EINVAL), REPORT_EXIT_USAGE); /* usage, config */
-        assert_int_equal(report_exit_status_errno(-ENOENT), REPORT_EXIT_USAGE);
-        assert_int_equal(report_exit_status_errno(-ENOTBLK), REPORT_EXIT_USAGE);
-        assert_int_equal(report_exit_status_errno(-ENOTDIR), REPORT_EXIT_USAGE);
-        assert_int_equal(report_exit_status_errno(-EACCES), REPORT_EXIT_USAGE);
-        assert_int_equal(report_exit_status_errno(-EPERM), REPORT_EXIT_USAGE);  /* not our dir */
-        assert_int_equal(report_exit_status_errno(-ELOOP), REPORT_EXIT_USAGE);  /* planted */
-        assert_int_equal(report_exit_status_errno(-ENOKEY), REPORT_EXIT_USAGE); /* no key */
-        assert_int_equal(report_exit_status_errno(-EISDIR), REPORT_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-EINVAL),
+                         EBS_HYDRATE_EXIT_USAGE); /* usage, config */
+        assert_int_equal(report_exit_status_errno(-ENOENT), EBS_HYDRATE_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-ENOTBLK), EBS_HYDRATE_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-ENOTDIR), EBS_HYDRATE_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-EACCES), EBS_HYDRATE_EXIT_USAGE);
+        assert_int_equal(report_exit_status_errno(-EPERM),
+                         EBS_HYDRATE_EXIT_USAGE); /* not our dir */
+        assert_int_equal(report_exit_status_errno(-ELOOP), EBS_HYDRATE_EXIT_USAGE);  /* planted */
+        assert_int_equal(report_exit_status_errno(-ENOKEY), EBS_HYDRATE_EXIT_USAGE); /* no key */
+        assert_int_equal(report_exit_status_errno(-EISDIR), EBS_HYDRATE_EXIT_USAGE);
 }
 
 /* The lines the manager logs at the start and the end of the reads, worded here. */
