@@ -54,7 +54,7 @@ int hydrator_load_state(Hydrator *h, const char *key) {
                 return fresh_state(h, key);
         }
         if (r == -EPERM) { /* not written by us: whoever wrote it could make it say "complete" */
-                char what[96];
+                char what[sizeof("is owned by another user than uid ") + DECIMAL_STR_MAX(uid_t)];
 
                 (void)snprintf(what, sizeof(what), "is owned by another user than uid %u",
                                (unsigned)geteuid());

@@ -20,8 +20,8 @@ typedef struct Manager {
         sd_event *event;
         Hydrator *hydrator;
         HydrateBus *bus;
-        char devnode[80]; /* /dev/<kernel name>, for the journal */
-        char *state_dir;  /* the state directory's path, for messages */
+        char devnode[sizeof("/dev/") + KERNEL_NAME_MAX]; /* /dev/<kernel name>, for the journal */
+        char *state_dir; /* the state directory's path, for messages */
         const char *sysfs_root;
         sd_event_source *bar_timer;
         sd_event_source *status_timer;

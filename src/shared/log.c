@@ -133,7 +133,8 @@ static int output_write_locked(int fd, const char *buf, size_t n) {
         if (!o->setup)
                 output_setup(o, fd);
         if (o->lost > 0 && !o->dropping) {
-                char note[96];
+                char note[sizeof("( lines lost here: nothing read this stream in time)\n") +
+                          DECIMAL_STR_MAX(unsigned)];
                 int len = snprintf(note, sizeof(note),
                                    "(%u line%s lost here: nothing read this stream in time)\n",
                                    o->lost, o->lost == 1 ? "" : "s");
