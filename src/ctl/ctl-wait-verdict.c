@@ -8,41 +8,29 @@
 
 #include "ctl-wait.h"
 #include "parse.h"
+#include "string-table.h"
 #include "util.h"
 
+/* The phases wait knows, by its names: the record's, but "hot" and "complete". */
+static const char *const wait_phase_table[_RECORD_PHASE_MAX] = {
+        [RECORD_PHASE_METADATA] = EBS_HYDRATE_PHASE_METADATA,
+        [RECORD_PHASE_HOT] = WAIT_PHASE_HOT,
+        [RECORD_PHASE_USED] = EBS_HYDRATE_PHASE_USED,
+        [RECORD_PHASE_DONE] = WAIT_PHASE_COMPLETE,
+};
+
+DEFINE_STRING_TABLE_TO_STRING(wait_phase, RecordPhase)
+
 int wait_phase_from_string(const char *s, RecordPhase *ret) {
-        static const struct {
-                const char *name;
-                RecordPhase phase;
-        } names[] = {
-                {EBS_HYDRATE_PHASE_METADATA, RECORD_PHASE_METADATA},
-                {WAIT_PHASE_HOT, RECORD_PHASE_HOT},
-                {EBS_HYDRATE_PHASE_HOT_PATHS, RECORD_PHASE_HOT},
-                {EBS_HYDRATE_PHASE_USED, RECORD_PHASE_USED},
-                {WAIT_PHASE_COMPLETE, RECORD_PHASE_DONE},
-        };
+        ssize_t p = string_table_lookup(wait_phase_table, ELEMENTSOF(wait_phase_table), s);
 
-        for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
-                if (strcmp(s, names[i].name) == 0) {
-                        *ret = names[i].phase;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-const char *wait_phase_to_string(RecordPhase p) {
-        switch (p) {
-        case RECORD_PHASE_METADATA:
-                return EBS_HYDRATE_PHASE_METADATA;
-        case RECORD_PHASE_HOT:
-                return WAIT_PHASE_HOT;
-        case RECORD_PHASE_USED:
-                return EBS_HYDRATE_PHASE_USED;
-        case RECORD_PHASE_DONE:
-                return WAIT_PHASE_COMPLETE;
-        default:
-                return NULL;
-        }
+        /* On top: the record's own name where wait has a shorter one. */
+        if (p < 0 && streq_ptr(s, EBS_HYDRATE_PHASE_HOT_PATHS))
+                p = RECORD_PHASE_HOT;
+        if (p < 0)
+                return -EINVAL;
+        *ret = (RecordPhase)p;
+        return 0;
 }
 
 int wait_parse_timeout(const char *s, uint64_t *ret_usec) {
