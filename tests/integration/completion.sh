@@ -206,6 +206,7 @@ case_daemon_values() {
     expect "ebs-hydrated --progress=" always auto never
     expect "ebs-hydrated --progress=a" always auto
     expect "ebs-hydrated --yield=" no yes
+    expect "ebs-hydrated --aws=" auto no
     expect "ebs-hydrated -q " auto
     expect "ebs-hydrated --queue-depth=" auto
     expect "ebs-hydrated --rate-limit=" off
@@ -218,7 +219,7 @@ case_daemon_values() {
 }
 
 case_daemon_options() {
-    expect "ebs-hydrated --" --block-size= --config-dir= --help --mode= --no-bus --progress= \
+    expect "ebs-hydrated --" --aws= --block-size= --config-dir= --help --mode= --no-bus --progress= \
         --queue-depth= --rate-limit= --state-dir= --state-key= --version --yield=
     expect "ebs-hydrated --y" --yield= "compopt -o nospace"
     expect "ebs-hydrated --mode=used --no-" --no-bus
