@@ -3,12 +3,11 @@
  * The layout of an ext2/3/4 file system that is not mounted, read through libext2fs: where its
  * static metadata lies, found with libext2fs' own location functions (so flex_bg, meta_bg and
  * sparse_super2 placements come out right), which blocks of the inode tables hold inodes in
- * use, and which blocks the block bitmap calls free. Opened read-only, without EXT2_FLAG_RW:
- * nothing here can write to the device. Nothing here holds more than a block or two of the file
- * system at a time: not its group descriptors, not its bitmaps (libext2fs would hold both whole:
- * over 500 MiB for 16 TiB).
+ * use, and which blocks the block bitmap calls free (fslayout-ext-alloc.c). Opened read-only,
+ * without EXT2_FLAG_RW: nothing here can write to the device. Nothing here holds more than a block
+ * or two of the file system at a time: not its group descriptors, not its bitmaps (libext2fs would
+ * hold both whole: over 500 MiB for 16 TiB).
  */
-#include <endian.h>
 #include <errno.h>
 #include <et/com_err.h>
 #include <ext2fs/ext2fs.h>
@@ -19,20 +18,11 @@
 #include <string.h>
 
 #include "fslayout-readio.h"
-#include "fslayout-scan.h"
+#include "fslayout-ext-internal.h"
 #include "util.h"
 
-typedef struct ExtScan {
-        ext2_filsys fs;
-        uint64_t offset; /* of the file system on the device, bytes */
-        uint64_t size;   /* of its region, bytes */
-        FsRangeList *out;
-        const FsLayoutHints *hints;
-        void *bitmap; /* one block, for an inode bitmap */
-} ExtScan;
-
 /* Blocks [first, first + count) of the file system, cut off at the end of its region. */
-static int add_blocks(ExtScan *s, blk64_t first, blk64_t count, FsRangeKind kind) {
+int ext_add_blocks(ExtScan *s, blk64_t first, blk64_t count, FsRangeKind kind) {
         uint64_t bs = s->fs->blocksize, start = first * bs;
 
         if (first >= s->size / bs)
@@ -48,7 +38,7 @@ static int add_blocks(ExtScan *s, blk64_t first, blk64_t count, FsRangeKind kind
  * group's descriptor is read here first: the block stays in the I/O channel's cache
  * (fslayout-readio.c keeps the last few blocks read), where the accessors that follow find it.
  */
-static bool group_readable(ext2_filsys fs, dgrp_t g) {
+bool ext_group_readable(ext2_filsys fs, dgrp_t g) {
         return ext2fs_group_desc(fs, NULL, g) != NULL;
 }
 
@@ -83,18 +73,18 @@ static int add_super_and_descriptors(ExtScan *s, dgrp_t group) {
                                   ? fs->super->s_first_meta_bg
                                   : fs->desc_blocks + fs->super->s_reserved_gdt_blocks;
         if (ext2fs_bg_has_super(fs, group))
-                r = add_blocks(s, super, 1, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, super, 1, FS_RANGE_METADATA);
         if (r >= 0 && old_desc != 0)
-                r = add_blocks(s, old_desc, old_desc_blocks, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, old_desc, old_desc_blocks, FS_RANGE_METADATA);
         if (r >= 0 && new_desc != 0)
-                r = add_blocks(s, new_desc, 1, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, new_desc, 1, FS_RANGE_METADATA);
         return r;
 }
 
 /* Whether group @g's block bitmap was never written (BLOCK_UNINIT, with a sound descriptor), or
  * lies outside the file system: libext2fs reads it as all free then, but for the group's own
  * static metadata, which it marks in use. */
-static bool block_bitmap_uninit(ext2_filsys fs, dgrp_t g) {
+bool ext_block_bitmap_uninit(ext2_filsys fs, dgrp_t g) {
         return (ext2fs_has_group_desc_csum(fs) &&
                 ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT) &&
                 ext2fs_group_desc_csum_verify(fs, g)) ||
@@ -133,7 +123,7 @@ static int add_marked_table_blocks(ExtScan *s, blk64_t table) {
                 for (uint32_t i = b * per_block; !used && i < (b + 1) * per_block && i < ipg; i++)
                         used = bits[i / 8] & (1u << (i % 8));
                 if (used)
-                        r = add_blocks(s, table + b, 1, FS_RANGE_METADATA);
+                        r = ext_add_blocks(s, table + b, 1, FS_RANGE_METADATA);
         }
         return r;
 }
@@ -145,7 +135,7 @@ static int add_marked_table_blocks(ExtScan *s, blk64_t table) {
  * use by the block bitmap, so it is read with the used blocks (an inode table of 16 GiB on a
  * 1 TiB file system at the default inode ratio, nearly all of it never read before it is
  * written). A bitmap that cannot be read counts the whole table. A group whose block bitmap
- * reads as all free has its table in use all the same (add_allocation() reads that bitmap as
+ * reads as all free has its table in use all the same (ext_add_allocation() reads that bitmap as
  * libext2fs does, which marks the table in use): said here, so that it is never free.
  */
 static int add_inode_table(ExtScan *s, dgrp_t group) {
@@ -155,19 +145,19 @@ static int add_inode_table(ExtScan *s, dgrp_t group) {
         uint32_t ipg = fs->super->s_inodes_per_group, used = inodes_in_use(fs, group);
         int r = 0;
 
-        if (block_bitmap_uninit(fs, group))
-                r = add_blocks(s, table, fs->inode_blocks_per_group, FS_RANGE_USED);
+        if (ext_block_bitmap_uninit(fs, group))
+                r = ext_add_blocks(s, table, fs->inode_blocks_per_group, FS_RANGE_USED);
         if (r < 0 || used == 0)
                 return r;
         if (ext2fs_has_group_desc_csum(fs)) {
                 uint32_t unused = MIN((uint32_t)ext2fs_bg_itable_unused(fs, group), ipg);
 
-                return add_blocks(s, table, DIV_ROUND_UP(MAX(ipg - unused, used), per_block),
-                                  FS_RANGE_METADATA);
+                return ext_add_blocks(s, table, DIV_ROUND_UP(MAX(ipg - unused, used), per_block),
+                                      FS_RANGE_METADATA);
         }
         if (used == ipg ||
             io_channel_read_blk64(fs->io, ext2fs_inode_bitmap_loc(fs, group), 1, s->bitmap) != 0)
-                return add_blocks(s, table, fs->inode_blocks_per_group, FS_RANGE_METADATA);
+                return ext_add_blocks(s, table, fs->inode_blocks_per_group, FS_RANGE_METADATA);
         return add_marked_table_blocks(s, table);
 }
 
@@ -175,13 +165,13 @@ static int add_group_metadata(ExtScan *s, dgrp_t group) {
         ext2_filsys fs = s->fs;
         int r;
 
-        if (!group_readable(fs, group))
+        if (!ext_group_readable(fs, group))
                 return 0; /* its static metadata stays used */
         r = add_super_and_descriptors(s, group);
         if (r >= 0)
-                r = add_blocks(s, ext2fs_block_bitmap_loc(fs, group), 1, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, ext2fs_block_bitmap_loc(fs, group), 1, FS_RANGE_METADATA);
         if (r >= 0)
-                r = add_blocks(s, ext2fs_inode_bitmap_loc(fs, group), 1, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, ext2fs_inode_bitmap_loc(fs, group), 1, FS_RANGE_METADATA);
         if (r >= 0)
                 r = add_inode_table(s, group);
         return r;
@@ -240,13 +230,13 @@ static void hint_bitmaps(ExtScan *s) {
         if (!s->hints || !s->hints->ahead)
                 return;
         for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
-                if (group_readable(fs, g) && needs_inode_bitmap(fs, g))
+                if (ext_group_readable(fs, g) && needs_inode_bitmap(fs, g))
                         r = hint_blocks(s, &l, ext2fs_inode_bitmap_loc(fs, g), 1);
         if (r >= 0 && journal > 0 && journal <= fs->super->s_inodes_count) {
                 dgrp_t g = (journal - 1) / fs->super->s_inodes_per_group;
                 uint32_t index = (journal - 1) % fs->super->s_inodes_per_group;
 
-                if (group_readable(fs, g))
+                if (ext_group_readable(fs, g))
                         r = hint_blocks(
                                 s, &l,
                                 ext2fs_inode_table_loc(fs, g) +
@@ -254,7 +244,7 @@ static void hint_bitmaps(ExtScan *s) {
                                 1);
         }
         for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
-                if (group_readable(fs, g) && !ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
+                if (ext_group_readable(fs, g) && !ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
                         r = hint_blocks(s, &l, ext2fs_block_bitmap_loc(fs, g), 1);
         if (r >= 0)
                 fs_hint_ahead(s->hints, &l);
@@ -270,7 +260,7 @@ typedef struct JournalRun {
 } JournalRun;
 
 static int journal_run_flush(JournalRun *j) {
-        int r = add_blocks(j->scan, j->first, j->count, FS_RANGE_METADATA);
+        int r = ext_add_blocks(j->scan, j->first, j->count, FS_RANGE_METADATA);
 
         j->count = 0;
         return r;
@@ -301,7 +291,8 @@ static int add_journal(ExtScan *s) {
 
         if (!ext2fs_has_feature_journal(fs->super) || fs->super->s_journal_inum == 0 ||
             fs->super->s_journal_inum > fs->super->s_inodes_count ||
-            !group_readable(fs, (fs->super->s_journal_inum - 1) / fs->super->s_inodes_per_group))
+            !ext_group_readable(fs,
+                                (fs->super->s_journal_inum - 1) / fs->super->s_inodes_per_group))
                 return 0;
         e = ext2fs_block_iterate3(fs, fs->super->s_journal_inum, BLOCK_FLAG_READ_ONLY, NULL,
                                   journal_block, &j);
@@ -318,127 +309,15 @@ static int add_metadata(ExtScan *s) {
 
         /* Below the first data block (1 KiB blocks): the boot block, before the superblock. */
         if (fs->super->s_first_data_block > 0)
-                r = add_blocks(s, 0, fs->super->s_first_data_block, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, 0, fs->super->s_first_data_block, FS_RANGE_METADATA);
         for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++)
                 r = add_group_metadata(s, g);
         if (r >= 0 && ext2fs_has_feature_mmp(fs->super) && fs->super->s_mmp_block != 0)
-                r = add_blocks(s, fs->super->s_mmp_block, 1, FS_RANGE_METADATA);
+                r = ext_add_blocks(s, fs->super->s_mmp_block, 1, FS_RANGE_METADATA);
         if (r >= 0)
                 r = add_journal(s);
         return r;
 }
-
-/*
- * The block bitmap of group @g into @buf (@nbytes: a bit per cluster of the group), as libext2fs
- * reads it for ext2fs_read_block_bitmap(): a group whose bitmap was never written (BLOCK_UNINIT,
- * with a sound descriptor), or that has none inside the file system, reads as all free; its
- * static metadata, which libext2fs would mark in use, is metadata here anyway, and the rest of
- * its inode table used (add_inode_table()).
- * Return: 0, or a libext2fs error (EXT2_ET_BLOCK_BITMAP_READ, EXT2_ET_BLOCK_BITMAP_CSUM_INVALID).
- */
-static errcode_t read_group_bitmap(ext2_filsys fs, dgrp_t g, char *buf, int nbytes) {
-        blk64_t blk;
-
-        if (!group_readable(fs, g))
-                return EXT2_ET_BLOCK_BITMAP_READ;
-        blk = ext2fs_block_bitmap_loc(fs, g);
-        if (blk == 0 || block_bitmap_uninit(fs, g)) {
-                memset(buf, 0, (size_t)nbytes);
-                return 0;
-        }
-        if (io_channel_read_blk64(fs->io, blk, 1, buf) != 0)
-                return EXT2_ET_BLOCK_BITMAP_READ;
-        if (!ext2fs_block_bitmap_csum_verify(fs, g, buf, nbytes))
-                return EXT2_ET_BLOCK_BITMAP_CSUM_INVALID;
-        return 0;
-}
-
-/* The first bit at or after @from, below @end, that is not @set: @end if there is none. Bit i is
- * bit i % 8 of byte i / 8 (ext2's little-endian bitmaps), looked at 64 bits at a time. */
-static uint32_t bitmap_run_end(const uint8_t *bits, uint32_t from, uint32_t end, bool set) {
-        while (from < end) {
-                uint32_t word = from / 64, nbits = MIN(64u, end - word * 64);
-                uint64_t w = 0, differ;
-
-                memcpy(&w, bits + word * 8, DIV_ROUND_UP(nbits, 8));
-                w = le64toh(w);
-                differ = (set ? ~w : w) & ~((UINT64_C(1) << (from % 64)) - 1);
-                if (nbits < 64)
-                        differ &= (UINT64_C(1) << nbits) - 1;
-                if (differ != 0)
-                        return MIN(word * 64 + (uint32_t)__builtin_ctzll(differ), end);
-                from = word * 64 + nbits;
-        }
-        return end;
-}
-
-/* Used and free runs of group @g's bitmap in @bits, as blocks. With bigalloc, a bit is a
- * cluster. Runs that go on into the next group are merged by fs_range_list_add(). */
-static int add_group_allocation(ExtScan *s, dgrp_t g, const uint8_t *bits) {
-        ext2_filsys fs = s->fs;
-        blk64_t first_cluster = EXT2FS_B2C(fs, fs->super->s_first_data_block) +
-                                (blk64_t)g * EXT2_CLUSTERS_PER_GROUP(fs->super);
-        blk64_t end_block = ext2fs_blocks_count(fs->super);
-        uint32_t n = EXT2_CLUSTERS_PER_GROUP(fs->super);
-        int r = 0;
-
-        for (uint32_t bit = 0; r >= 0 && bit < n;) {
-                bool used = bits[bit / 8] >> (bit % 8) & 1u;
-                uint32_t stop = bitmap_run_end(bits, bit, n, used);
-                blk64_t start = MAX(EXT2FS_C2B(fs, first_cluster + bit),
-                                    (blk64_t)fs->super->s_first_data_block);
-                blk64_t end = MIN(EXT2FS_C2B(fs, first_cluster + stop), end_block);
-
-                if (start >= end_block)
-                        break;
-                r = add_blocks(s, start, end - start, used ? FS_RANGE_USED : FS_RANGE_FREE);
-                bit = stop;
-        }
-        return r;
-}
-
-/*
- * Used and free blocks from the block bitmap, one group at a time: libext2fs' own
- * ext2fs_read_block_bitmap() would hold the whole bitmap (512 MiB for 16 TiB of 4 KiB blocks).
- * A group whose bitmap cannot be read stops it: the scan maps metadata only then, as it did
- * when the whole bitmap could not be read (the used ranges of the whole file system outrank the
- * free ones added so far).
- * Return: 0, -ENOMEM, or a positive libext2fs error in *@ret_error.
- */
-static int add_allocation(ExtScan *s, errcode_t *ret_error) {
-        ext2_filsys fs = s->fs;
-        int nbytes = EXT2_CLUSTERS_PER_GROUP(fs->super) / 8;
-        _cleanup_free_ uint8_t *bits = malloc(MAX((size_t)fs->blocksize, (size_t)nbytes));
-        int r = 0;
-
-        *ret_error = 0;
-        if (!bits)
-                return -ENOMEM;
-        for (dgrp_t g = 0; r >= 0 && g < fs->group_desc_count; g++) {
-                *ret_error = read_group_bitmap(fs, g, (char *)bits, nbytes);
-                if (*ret_error != 0)
-                        return 0;
-                r = add_group_allocation(s, g, bits);
-        }
-        return r;
-}
-
-/* Why the on-disk bitmaps cannot be trusted, or NULL if they can. */
-static const char *untrusted_bitmaps(const ExtScan *s) {
-        ext2_filsys fs = s->fs;
-
-        /* Truncated, or its partition shrunk under it: the bitmaps describe another device. */
-        if (ext2fs_blocks_count(fs->super) > s->size / fs->blocksize)
-                return "file system larger than its partition or device";
-        if (ext2fs_has_feature_journal_needs_recovery(fs->super))
-                return "journal needs recovery (mounted elsewhere, or not cleanly unmounted)";
-        if (!(fs->super->s_state & EXT2_VALID_FS))
-                return "not cleanly unmounted (or mounted elsewhere)";
-        if (fs->super->s_state & EXT2_ERROR_FS)
-                return "file system has errors";
-        return NULL;
-}
-
 static int fail(char **ret_detail, int result, const char *what, errcode_t e) {
         if (asprintf(ret_detail, "libext2fs: %s: %s", what, error_message(e)) < 0)
                 *ret_detail = NULL;
@@ -487,12 +366,12 @@ int fslayout_scan_ext(const char *path, uint64_t offset, uint64_t size, bool met
                 r = r < 0 ? r : FS_SCAN_METADATA_ONLY;
                 goto finish;
         }
-        why = untrusted_bitmaps(&s);
+        why = ext_untrusted_bitmaps(&s);
         if (why) {
                 r = set_detail(ret_detail, FS_SCAN_METADATA_ONLY, why);
                 goto finish;
         }
-        r = add_allocation(&s, &e);
+        r = ext_add_allocation(&s, &e);
         if (r >= 0 && e != 0)
                 r = fail(ret_detail, FS_SCAN_METADATA_ONLY, "cannot read the block bitmap", e);
         else if (r >= 0)
