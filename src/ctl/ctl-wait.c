@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ebs-hydratectl wait (see ctl-wait.h): what the targets name, what the records say of them,
- * and the loop; the verdict on one record is ctl-wait-verdict.c's, the watching
+ * ebs-hydratectl wait (see ctl-wait.h): what the targets name (their disks are identity's,
+ * disks.h; the messages when none are found are ours), what the records say of them, and the
+ * loop; the verdict on one record is ctl-wait-verdict.c's, the watching
  * ctl-wait-watch.c's. A record is read again when inotify names it (the runtime directory
  * holds every volume's until the next boot: a wake-up reads what changed, not all of them), a
  * state file (root) when its save lands, and a record whose writer ended without saying so
@@ -9,22 +10,20 @@
  * stops, restarts, starts after us or is killed is seen.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc-util.h"
 #include "ctl-wait-internal.h"
 #include "ctl-wait.h"
+#include "disks.h"
 #include "log.h"
-#include "mountinfo.h"
 #include "parse.h"
 #include "progress.h"
 #include "state.h"
@@ -36,8 +35,7 @@
 typedef struct Target {
         const char *arg;
         const char *name; /* matched by name (volume id, kernel name, mapping name), or NULL */
-        char **disks;     /* the disks under a path: kernel names */
-        size_t n_disks, n_disks_allocated;
+        DiskSet disks;    /* the disks under a path: kernel names */
         WaitVerdict verdict;
         const char *why;
         bool known;          /* a record or state file names it (every disk of a path) */
@@ -57,246 +55,51 @@ typedef struct WaitContext {
         Writers *writers;
 } WaitContext;
 
-static int add_disk(Target *t, const char *name) {
-        for (size_t i = 0; i < t->n_disks; i++)
-                if (strcmp(t->disks[i], name) == 0)
-                        return 0;
-        if (ARRAY_GROW(t->disks, t->n_disks_allocated, t->n_disks + 1) < 0)
-                return -ENOMEM;
-        t->disks[t->n_disks] = strdup(name);
-        if (!t->disks[t->n_disks])
-                return -ENOMEM;
-        t->n_disks++;
-        return 0;
-}
-
-static int add_disk_cb(const char *name, void *userdata) {
-        return add_disk(userdata, name);
-}
-
-/* The disks under the block device whose sysfs directory is @dir (sysfs_disks_under()). */
-static int add_disks_of(Target *t, const char *dir) {
-        return sysfs_disks_under(dir, add_disk_cb, t);
-}
-
-/* Does the mount point @mnt hold @path (both absolute, without "..")? */
-static size_t mount_holds(const char *mnt, const char *path) {
-        size_t n = strlen(mnt);
-
-        if (strcmp(mnt, "/") == 0)
-                return 1;
-        return strncmp(path, mnt, n) == 0 && (path[n] == '/' || path[n] == '\0') ? n : 0;
-}
-
-/* The innermost mount that holds a path, as /proc/self/mountinfo says. */
-typedef struct MountInfo {
-        char *fstype;
-        char *source;  /* unescaped */
-        char *options; /* the super block's, unescaped only per option */
-} MountInfo;
-
-static void mount_info_done(MountInfo *m) {
-        free(m->fstype);
-        free(m->source);
-        free(m->options);
-        *m = (MountInfo){};
-}
-
-typedef struct MountSearch {
-        const char *path; /* real */
-        size_t best_len;
-        MountInfo *ret;
-} MountSearch;
-
-static int mount_of_cb(const MountEntry *m, void *userdata) {
-        MountSearch *q = userdata;
-        size_t n = mount_holds(m->mount_point, q->path);
-
-        if (n == 0 || n < q->best_len) /* the later of two mounts on one point wins */
-                return 0;
-        q->best_len = n;
-        mount_info_done(q->ret);
-        q->ret->fstype = strdup(m->fstype);
-        q->ret->source = strdup(m->source);
-        q->ret->options = strdup(m->super_options);
-        return q->ret->fstype && q->ret->source && q->ret->options ? 0 : -ENOMEM;
-}
-
-/*
- * The innermost mount that holds @path, by the mount table: for file systems whose files have
- * an anonymous st_dev (btrfs gives each subvolume one, overlayfs its own). 0, or -errno.
- */
-static int mount_of(const char *path, MountInfo *ret) {
-        _cleanup_free_ char *real = realpath(path, NULL);
-        MountSearch q = {.ret = ret};
-        int r;
-
-        *ret = (MountInfo){};
-        if (!real)
-                return -errno;
-        q.path = real;
-        r = mountinfo_foreach(mount_of_cb, &q);
-        if (r < 0 || q.best_len == 0) {
-                mount_info_done(ret);
-                return r < 0 ? r : -ENODEV;
+/* Says why the disks of a TARGET were not found (disks_of_target()). */
+static void explain_disks(const DisksError *e, void *userdata) {
+        switch (e->failure) {
+        case DISKS_NO_MEMORY:
+                (void)log_error_errno(e->error, "Out of memory");
+                break;
+        case DISKS_STAT:
+                (void)log_error_errno(e->error, "%s: %m", e->path);
+                break;
+        case DISKS_NOT_BLOCK:
+                (void)log_error_errno(e->error,
+                                      "%s is not on a block device (device %u:%u): no volume "
+                                      "can hold it",
+                                      e->path, major(e->dev), minor(e->dev));
+                break;
+        case DISKS_OVERLAY_DEEP:
+                (void)log_error_errno(e->error, "%s: overlays nested too deep to follow", e->path);
+                break;
+        case DISKS_OVERLAY_UNNAMED:
+                (void)log_error_errno(e->error,
+                                      "%s is on an overlay whose layers the mount table does "
+                                      "not name: no volume can be found for it",
+                                      e->path);
+                break;
+        case DISKS_OVERLAY_LAYER:
+                (void)log_error_errno(e->error,
+                                      "%s is on an overlay: its layer %s cannot be waited for",
+                                      e->path, e->layer);
+                break;
         }
-        return 0;
-}
-
-static int add_path(Target *t, const char *path, unsigned depth);
-
-/* One layer's path from the mount table's text of it, in place: octal escapes undone, and
- * "\:" (how overlayfs writes a ':' in a lower layer's name) made ':'. */
-static void layer_unescape(char *s) {
-        char *w = s;
-
-        mountinfo_unescape(s);
-        for (char *r = s; *r; r++)
-                *w++ = r[0] == '\\' && r[1] == ':' ? *++r : *r;
-        *w = '\0';
-}
-
-static int add_layer(Target *t, const char *path, char *layer, unsigned depth, unsigned *n) {
-        int r;
-
-        layer_unescape(layer);
-        if (!layer[0])
-                return 0;
-        r = add_path(t, layer, depth + 1);
-        if (r < 0)
-                return log_error_errno(r, "%s is on an overlay: its layer %s cannot be waited for",
-                                       path, layer);
-        (*n)++;
-        return 0;
-}
-
-/*
- * The layers of an overlay mount, each as a path whose disks are waited for: upperdir=,
- * lowerdir+= and datadir+= name one each; lowerdir= several, split at ':' as the mount table
- * writes it (still escaped: a ':' in a name is "\134:" from older kernels, "\072" from newer
- * ones, never a bare ':'). @options is the super block's options, cut up in place.
- */
-static int add_overlay_layers(Target *t, const char *path, char *options, unsigned depth) {
-        static const char *const keys[] = {"upperdir=", "lowerdir=", "lowerdir+=", "datadir+="};
-        char *save = NULL;
-        unsigned n = 0;
-        int r;
-
-        for (char *opt = strtok_r(options, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-                char *v = NULL;
-                size_t key = 0;
-
-                for (size_t i = 0; i < ELEMENTSOF(keys) && !v; i++)
-                        if (strncmp(opt, keys[i], strlen(keys[i])) == 0) {
-                                v = opt + strlen(keys[i]);
-                                key = i;
-                        }
-                if (!v)
-                        continue;
-                if (key != 1) {
-                        r = add_layer(t, path, v, depth, &n);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                for (char *layer = v, *c = v;; c++) {
-                        bool named = *c == ':' && c - layer >= 4 && strncmp(c - 4, "\\134", 4) == 0;
-
-                        if (*c != '\0' && (*c != ':' || named))
-                                continue;
-                        bool last = *c == '\0';
-
-                        *c = '\0';
-                        r = add_layer(t, path, layer, depth, &n);
-                        if (r < 0)
-                                return r;
-                        if (last)
-                                break;
-                        layer = c + 1;
-                }
-        }
-        if (n == 0)
-                return log_error_errno(-ENODEV,
-                                       "%s is on an overlay whose layers the mount table does "
-                                       "not name: no volume can be found for it",
-                                       path);
-        return 0;
-}
-
-/* The disks that hold @path (a block device, or a file): the device's, the disk of the file
- * system's st_dev, or by the mount table the block device it was mounted from, or an overlay's
- * layers'. 0, or -errno (logged). */
-static int add_path(Target *t, const char *path, unsigned depth) {
-        _cleanup_free_ char *dir = NULL;
-        _cleanup_(mount_info_done) MountInfo m = {};
-        struct stat st;
-        dev_t devnum;
-        int r;
-
-        if (stat(path, &st) < 0)
-                return log_error_errno(-errno, "%s: %m", path);
-        devnum = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-        dir = sysfs_dev_block(NULL, devnum, NULL);
-        if (!dir)
-                return log_error_errno(-ENOMEM, "Out of memory");
-        r = add_disks_of(t, dir);
-        if (r == -ENOENT && !S_ISBLK(st.st_mode) && mount_of(path, &m) >= 0) {
-                struct stat src;
-
-                if (m.source[0] == '/' && stat(m.source, &src) >= 0 && S_ISBLK(src.st_mode)) {
-                        free(dir);
-                        dir = sysfs_dev_block(NULL, src.st_rdev, NULL);
-                        if (!dir)
-                                r = -ENOMEM;
-                        else
-                                r = add_disks_of(t, dir);
-                } else if (strcmp(m.fstype, "overlay") == 0) {
-                        return depth < 4 ? add_overlay_layers(t, path, m.options, depth)
-                                         : log_error_errno(-ELOOP,
-                                                           "%s: overlays nested too deep to "
-                                                           "follow",
-                                                           path);
-                }
-        }
-        if (r == -ENOMEM)
-                return log_error_errno(r, "Out of memory");
-        if (r < 0)
-                return log_error_errno(-ENODEV,
-                                       "%s is not on a block device (device %u:%u): no volume "
-                                       "can hold it",
-                                       path, major(devnum), minor(devnum));
-        return 0;
 }
 
 /*
  * A TARGET with a '/' is a path: a block device, or a file on a mounted file system, whose disks
- * are waited for. One under /dev/ that does not exist is a mapping name (/dev/sdf) or the
- * kernel name of a disk not attached yet (/dev/nvme1n1). Returns 0; -ENOENT, -ENOTDIR or
- * -ENODEV (logged) for a path that can never name a volume; another -errno (logged) for one
- * that could not be looked at (EACCES: not the caller's to search).
+ * are waited for; without one a kernel name. Anything else is matched by name (volume id,
+ * mapping name, a disk not attached yet). Returns 0; -ENOENT, -ENOTDIR or -ENODEV (logged) for
+ * a path that can never name a volume; another -errno (logged) for one that could not be looked
+ * at (EACCES: not the caller's to search).
  */
 static int resolve_target(Target *t) {
-        _cleanup_free_ char *dir = NULL;
-        struct stat st;
-        int r;
+        int r = disks_of_target(t->arg, &t->disks, explain_disks, NULL);
 
-        if (!strchr(t->arg, '/')) {
-                /* A kernel name (a disk, a partition, a device-mapper device): its disks. */
-                if (asprintf(&dir, "%s/class/block/%s", sysfs_root(), t->arg) < 0)
-                        return log_error_errno(-ENOMEM, "Out of memory");
-                r = t->arg[0] != '.' ? add_disks_of(t, dir) : -ENOENT;
-                if (r == -ENOMEM)
-                        return log_error_errno(r, "Out of memory");
-                if (r < 0) /* a volume id, a mapping name, or a disk not attached yet */
-                        t->name = t->arg;
-                return 0;
-        }
-        if (stat(t->arg, &st) < 0 && errno == ENOENT && strncmp(t->arg, "/dev/", 5) == 0 &&
-            !strchr(t->arg + 5, '/')) {
-                t->name = t->arg; /* /dev/sdf: a mapping name without its link */
-                return 0;
-        }
-        return add_path(t, t->arg, 0);
+        if (r > 0)
+                t->name = t->arg;
+        return MIN(r, 0);
 }
 
 /* --- what the records and state files say --- */
@@ -406,10 +209,10 @@ static void judge(Target *t, WaitContext *x, RecordPhase phase) {
                 return;
         }
         t->missing = NULL;
-        for (size_t i = 0; i < t->n_disks; i++) {
-                r = find_by_name(x->snapshot, t->disks[i], true, t->bit);
+        for (size_t i = 0; i < t->disks.n; i++) {
+                r = find_by_name(x->snapshot, t->disks.names[i], true, t->bit);
                 if (!r) {
-                        t->missing = t->missing ?: t->disks[i];
+                        t->missing = t->missing ?: t->disks.names[i];
                         continue;
                 }
                 r = believe(r, r->volume_id, x, t, &buf);
@@ -427,7 +230,7 @@ static void judge(Target *t, WaitContext *x, RecordPhase phase) {
                 }
         }
         t->known = !t->missing;
-        if (reached == t->n_disks)
+        if (reached == t->disks.n)
                 t->verdict = WAIT_REACHED;
 }
 
@@ -464,11 +267,8 @@ typedef struct Targets {
 } Targets;
 
 static void targets_done(Targets *l) {
-        for (size_t i = 0; l->items && i < l->n; i++) {
-                for (size_t j = 0; j < l->items[i].n_disks; j++)
-                        free(l->items[i].disks[j]);
-                free(l->items[i].disks);
-        }
+        for (size_t i = 0; l->items && i < l->n; i++)
+                disk_set_done(&l->items[i].disks);
         free(l->items);
 }
 
@@ -573,8 +373,8 @@ static uint64_t match_targets(const VolumeRecord *r, void *userdata) {
                 const Target *t = &l->items[i];
                 bool m = t->name && wait_name_matches(r, t->name);
 
-                for (size_t j = 0; !m && j < t->n_disks; j++)
-                        m = streq_ptr(r->kernel_name, t->disks[j]);
+                for (size_t j = 0; !m && j < t->disks.n; j++)
+                        m = streq_ptr(r->kernel_name, t->disks.names[j]);
                 if (m)
                         bits |= t->bit;
         }
