@@ -2,7 +2,9 @@
 /*
  * ebs-hydratectl's verbs, one file per family, and what they share: the parsed command line,
  * the exit statuses and the collecting of volumes (from the bus and the state directory).
- * ebs-hydratectl.c owns argv, --help and the verb table; a verb returns an exit status.
+ * ebs-hydratectl.c owns argv, --help and the verb table. A verb returns 0; a negative errno
+ * after saying why (a failure); or a documented exit status it decided itself: CTL_EXIT_USAGE,
+ * CTL_EXIT_NOPERM, or wait's (ctl-wait.h). ebs-hydratectl.c maps that to the exit status, once.
  */
 #pragma once
 
@@ -42,10 +44,9 @@ int ctl_collect_volumes(const CtlArgs *a, VolumeList **ret);
  * @by_device_identity, also a device whose volume is not running). Returns how many, or
  * -ENOMEM. */
 int ctl_select_volumes(VolumeList *l, const char *target, bool by_device_identity);
-/* CTL_EXIT_OK as root; otherwise says @command needs root and returns CTL_EXIT_NOPERM. */
+/* 0 as root; otherwise says @command needs root and returns CTL_EXIT_NOPERM. */
 int ctl_require_root(const char *command);
-/* Flushes stdout: CTL_EXIT_OK, or CTL_EXIT_FAILED after saying why (a full disk, a closed
- * pipe). */
+/* Flushes stdout: 0, or -errno after saying why (a full disk, a closed pipe). */
 int ctl_flush_stdout(void);
 
 /* verb-status.c */

@@ -24,7 +24,7 @@
 
 int ctl_require_root(const char *command) {
         if (geteuid() == 0)
-                return CTL_EXIT_OK;
+                return 0;
         log_error("%s: must be run as root", command);
         return CTL_EXIT_NOPERM;
 }
@@ -198,9 +198,7 @@ int ctl_select_volumes(VolumeList *l, const char *target, bool by_device_identit
 
 int ctl_flush_stdout(void) {
         errno = 0;
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-                log_error_errno(errno > 0 ? -errno : -EIO, "Failed to write output: %m");
-                return CTL_EXIT_FAILED;
-        }
-        return CTL_EXIT_OK;
+        if (fflush(stdout) != 0 || ferror(stdout))
+                return log_error_errno(errno > 0 ? -errno : -EIO, "Failed to write output: %m");
+        return 0;
 }

@@ -2,9 +2,10 @@
 /*
  * ebs-hydratectl: show and steer the hydration of volumes. Running ebs-hydrated instances are
  * asked over the system bus, volumes that are not running are read from their state files.
- * This file holds the command line, --help and the verb table; each family of verbs has its
- * own file (ctl-verbs.h). Exit codes: 0 success, 1 failure, 2 bad usage, 4 not permitted (root
- * only, or refused); wait adds its own (ctl-wait.h).
+ * This file holds the command line, --help, the verb table and the one mapping of a verb's
+ * result to the exit status; each family of verbs has its own file (ctl-verbs.h). Exit codes:
+ * 0 success, 1 failure, 2 bad usage, 4 not permitted (root only, or refused); wait adds its
+ * own (ctl-wait.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +25,7 @@ typedef struct Command {
         const char *name;
         const char *synopsis; /* its arguments, for the usage error */
         unsigned min_args, max_args;
-        int (*run)(const CtlArgs *a, char **args); /* returns an exit status */
+        int (*run)(const CtlArgs *a, char **args); /* ctl-verbs.h: 0, -errno or a status */
 } Command;
 
 static void help(void) {
@@ -156,6 +157,23 @@ static const Command commands[] = {
         {"wait", "TARGET...", 1, UINT_MAX, verb_wait},
 };
 
+/*
+ * A verb's result as the program's exit status, the one place that decides it: a negative
+ * errno is a failure (said where it happened: a refusal to write a file is one too, not a
+ * denied permission); the documented statuses a verb decides itself are kept.
+ */
+static int exit_status(int r) {
+        static const int documented[] = {
+                CTL_EXIT_OK,     CTL_EXIT_FAILED,   CTL_EXIT_USAGE,    CTL_EXIT_NOPERM,
+                WAIT_EXIT_SHORT, WAIT_EXIT_TIMEOUT, WAIT_EXIT_UNKNOWN,
+        };
+
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(documented); i++)
+                if (r == documented[i])
+                        return r;
+        return CTL_EXIT_FAILED;
+}
+
 static int dispatch(const CtlArgs *a, int argc, char **argv) {
         static char *no_args[] = {NULL};
         const char *name = argc > 0 ? argv[0] : "status";
@@ -184,7 +202,7 @@ static int dispatch(const CtlArgs *a, int argc, char **argv) {
                                   c->synopsis[0] ? " " : "", c->synopsis);
                         return CTL_EXIT_USAGE;
                 }
-                return c->run(a, argc > 0 ? argv + 1 : no_args);
+                return exit_status(c->run(a, argc > 0 ? argv + 1 : no_args));
         }
         log_error("Unknown command '%s' (see --help)", name);
         return CTL_EXIT_USAGE;

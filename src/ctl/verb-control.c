@@ -56,9 +56,9 @@ static int find_running(sd_bus *bus, const char *target, VolumeInfo *ret) {
         return 0;
 }
 
-static int exit_code_for_bus_error(const sd_bus_error *error) {
-        return sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) ? CTL_EXIT_NOPERM
-                                                                        : CTL_EXIT_FAILED;
+/* A method call that failed with @r: the daemon refusing the caller is CTL_EXIT_NOPERM. */
+static int bus_call_result(int r, const sd_bus_error *error) {
+        return sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) ? CTL_EXIT_NOPERM : r;
 }
 
 /* Calls @method on the instance @target names; the rate is used by SetRateLimit only. */
@@ -69,8 +69,11 @@ static int call_on_target(const char *command, const char *target, const char *m
         VolumeInfo v;
         int r;
 
-        if (open_bus(&bus) < 0 || find_running(bus, target, &v) < 0)
-                return CTL_EXIT_FAILED;
+        r = open_bus(&bus);
+        if (r >= 0)
+                r = find_running(bus, target, &v);
+        if (r < 0)
+                return r;
         if (streq_ptr(method, HYDRATE_BUS_METHOD_SET_RATE_LIMIT))
                 r = ctl_bus_call(bus, v.kernel_name, method, &error, "t", rate);
         else
@@ -81,20 +84,19 @@ static int call_on_target(const char *command, const char *target, const char *m
         else if (r < 0)
                 log_error_errno(r, "%s %s (%s): %m", command, v.volume_id, v.kernel_name);
         volume_info_done(&v);
-        return r < 0 ? exit_code_for_bus_error(&error) : CTL_EXIT_OK;
+        return r < 0 ? bus_call_result(r, &error) : 0;
 }
 
 int verb_pause(const CtlArgs *a, char **args) {
         int r = ctl_require_root("pause");
 
-        return r != CTL_EXIT_OK ? r : call_on_target("pause", args[0], HYDRATE_BUS_METHOD_PAUSE, 0);
+        return r != 0 ? r : call_on_target("pause", args[0], HYDRATE_BUS_METHOD_PAUSE, 0);
 }
 
 int verb_resume(const CtlArgs *a, char **args) {
         int r = ctl_require_root("resume");
 
-        return r != CTL_EXIT_OK ? r
-                                : call_on_target("resume", args[0], HYDRATE_BUS_METHOD_RESUME, 0);
+        return r != 0 ? r : call_on_target("resume", args[0], HYDRATE_BUS_METHOD_RESUME, 0);
 }
 
 int verb_set_rate_limit(const CtlArgs *a, char **args) {
@@ -106,9 +108,9 @@ int verb_set_rate_limit(const CtlArgs *a, char **args) {
                 return CTL_EXIT_USAGE;
         }
         r = ctl_require_root("set-rate-limit");
-        return r != CTL_EXIT_OK ? r
-                                : call_on_target("set-rate-limit", args[0],
-                                                 HYDRATE_BUS_METHOD_SET_RATE_LIMIT, rate);
+        return r != 0 ? r
+                      : call_on_target("set-rate-limit", args[0], HYDRATE_BUS_METHOD_SET_RATE_LIMIT,
+                                       rate);
 }
 
 /* The kernel name of the running instance hydrating @key, for a better message; quiet. */
@@ -135,25 +137,22 @@ static int log_volume_busy(const CtlArgs *a, const char *key) {
                 log_error("%s is being hydrated right now (an ebs-hydrated process holds "
                           "%s/%s.lock); stop it first",
                           key, a->state_dir, key);
-        return CTL_EXIT_FAILED;
+        return -EBUSY;
 }
 
 static int forget_state(const CtlArgs *a, int dir_fd, const char *key) {
         _cleanup_free_ char *name = state_file_name(key);
         _cleanup_close_ int lock_fd = -1;
 
-        if (!name) {
-                log_error_errno(-ENOMEM, "Out of memory");
-                return CTL_EXIT_FAILED;
-        }
+        if (!name)
+                return log_error_errno(-ENOMEM, "Out of memory");
         /* Look before locking: state_lock() creates the lock file, even for a key with no state. */
         if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
                 if (errno == ENOENT) {
                         log_error("No volume '%s': %s has no state for it", key, a->state_dir);
-                        return CTL_EXIT_FAILED;
+                        return -ENOENT;
                 }
-                log_error_errno(-errno, "Cannot access %s/%s: %m", a->state_dir, name);
-                return CTL_EXIT_FAILED;
+                return log_error_errno(-errno, "Cannot access %s/%s: %m", a->state_dir, name);
         }
         lock_fd = state_lock(dir_fd, key);
         if (lock_fd == -EBUSY)
@@ -162,16 +161,12 @@ static int forget_state(const CtlArgs *a, int dir_fd, const char *key) {
                 log_error("Refusing to lock the state of %s: %s/%s.lock is a symbolic link "
                           "or not a regular file; remove it",
                           key, a->state_dir, key);
-                return CTL_EXIT_FAILED;
+                return -ELOOP;
         }
-        if (lock_fd < 0) {
-                log_error_errno(lock_fd, "Cannot lock the state of %s: %m", key);
-                return CTL_EXIT_FAILED;
-        }
-        if (unlinkat(dir_fd, name, 0) < 0) {
-                log_error_errno(-errno, "Cannot remove %s/%s: %m", a->state_dir, name);
-                return CTL_EXIT_FAILED;
-        }
+        if (lock_fd < 0)
+                return log_error_errno(lock_fd, "Cannot lock the state of %s: %m", key);
+        if (unlinkat(dir_fd, name, 0) < 0)
+                return log_error_errno(-errno, "Cannot remove %s/%s: %m", a->state_dir, name);
         (void)fsync(dir_fd);
         printf("Forgot %s: it will be hydrated from the start next time.\n", key);
         return ctl_flush_stdout();
@@ -183,20 +178,18 @@ int verb_forget(const CtlArgs *a, char **args) {
         int r;
 
         r = ctl_require_root("forget");
-        if (r != CTL_EXIT_OK)
+        if (r != 0)
                 return r;
         if (!state_key_valid(key, strlen(key))) {
                 log_error("No volume '%s': not a volume id or state key", key);
-                return CTL_EXIT_FAILED;
+                return -ENOENT;
         }
         dir_fd = open(a->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir_fd < 0 && errno == ENOENT) {
                 log_error("No volume '%s': %s does not exist", key, a->state_dir);
-                return CTL_EXIT_FAILED;
+                return -ENOENT;
         }
-        if (dir_fd < 0) {
-                log_error_errno(-errno, "Cannot open %s: %m", a->state_dir);
-                return CTL_EXIT_FAILED;
-        }
+        if (dir_fd < 0)
+                return log_error_errno(-errno, "Cannot open %s: %m", a->state_dir);
         return forget_state(a, dir_fd, key);
 }

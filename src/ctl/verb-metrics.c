@@ -130,11 +130,13 @@ static int write_metrics_file(const VolumeList *l, const char *path) {
 
 int verb_metrics(const CtlArgs *a, char **args) {
         _cleanup_(volume_list_freep) VolumeList *l = NULL;
+        int r;
 
-        if (ctl_collect_volumes(a, &l) < 0)
-                return CTL_EXIT_FAILED;
+        r = ctl_collect_volumes(a, &l);
+        if (r < 0)
+                return r;
         if (a->output)
-                return write_metrics_file(l, a->output) < 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+                return write_metrics_file(l, a->output);
         (void)volume_list_print_metrics(stdout, l); /* write errors: see ctl_flush_stdout() */
         return ctl_flush_stdout();
 }
