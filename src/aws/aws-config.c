@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "aws-config.h"
+#include "parse.h"
 #include "time-util.h"
 #include "util.h"
 
@@ -139,12 +140,27 @@ static int imds_request(AwsConfig *c, const char *method, const char *path, char
 }
 
 static int imds_token(AwsConfig *c, char **ret_why) {
+        int r;
+
         if (c->imds_disabled)
                 return aws_why(ret_why, -ENXIO,
                                "the instance metadata service is off (AWS_EC2_METADATA_DISABLED)");
         free(c->imds_token);
         c->imds_token = NULL;
-        return imds_request(c, "PUT", IMDS_TOKEN_PATH, &c->imds_token, ret_why);
+        r = imds_request(c, "PUT", IMDS_TOKEN_PATH, &c->imds_token, ret_why);
+        if (r < 0)
+                return r;
+        /* It goes into a header as it is. */
+        for (const char *p = c->imds_token; *p; p++)
+                if (*p <= ' ' || *p > '~') {
+                        c->imds_token[0] = '\0';
+                        return aws_why(ret_why, -EBADMSG,
+                                       "the instance metadata service's session token is not one");
+                }
+        return isempty(c->imds_token)
+                       ? aws_why(ret_why, -EBADMSG,
+                                 "the instance metadata service sent no session token")
+                       : 0;
 }
 
 static int imds_credentials(AwsConfig *c, char **ret_why) {
@@ -237,7 +253,9 @@ int aws_config_load(AwsConfig *c, char **ret_why) {
                                "AWS_EC2_METADATA_SERVICE_ENDPOINT='%s' is not an http endpoint",
                                imds);
         if (region && !region_valid(region))
-                return aws_why(ret_why, -EINVAL, "AWS_REGION='%s' is not a region name", region);
+                return aws_why(ret_why, -EINVAL, "%s='%s' is not a region name",
+                               env("AWS_REGION") ? "AWS_REGION" : "AWS_DEFAULT_REGION",
+                               CESCAPE(region, SIZE_MAX, 64));
         if (!id != !secret)
                 return aws_why(ret_why, -EINVAL,
                                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together");

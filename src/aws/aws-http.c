@@ -23,7 +23,9 @@ void aws_http_response_done(AwsHttpResponse *r) {
 static char *url_part(CURLU *u, CURLUPart part) {
         char *s = NULL, *copy;
 
-        if (curl_url_get(u, part, &s, 0) != CURLUE_OK)
+        /* No default port: curl leaves it out of Host:, and the signature must see what is sent. */
+        if (curl_url_get(u, part, &s, part == CURLUPART_PORT ? CURLU_NO_DEFAULT_PORT : 0) !=
+            CURLUE_OK)
                 return NULL;
         copy = strdup(s);
         curl_free(s);

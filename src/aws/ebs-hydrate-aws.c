@@ -57,8 +57,11 @@ static const char *denied_hint(const AwsError *e, const char *action) {
         return NULL;
 }
 
+/* A reason into the findings: what AWS or curl said may hold any byte; the file holds lines. */
 static void set_text(char *dst, size_t size, const char *why, int r) {
-        (void)snprintf(dst, size, "%s", why ? why : strerror(-r));
+        const char *s = why ? why : strerror(-r);
+
+        (void)cescape(dst, size, s, strlen(s));
 }
 
 /* What EC2 said, or why it could not be asked: @f's answer fields or its ERROR=. */

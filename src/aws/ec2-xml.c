@@ -127,6 +127,15 @@ static bool copy_text(char *dst, size_t size, const char *text) {
         return true;
 }
 
+/* An id or a state: printable ASCII without spaces ("" allowed: <snapshotId/>). What the
+ * findings file will hold, so what the daemon's stricter reader will take. */
+static bool copy_word(char *dst, size_t size, const char *text) {
+        for (const char *p = text; p && *p; p++)
+                if (*p <= ' ' || *p > '~')
+                        return false;
+        return copy_text(dst, size, text);
+}
+
 static bool parse_int(int64_t *dst, const char *text) {
         char *end;
         long long v;
@@ -161,7 +170,7 @@ typedef struct Answer {
 
 static void answer_error(Walk *w, Answer *a, const char *path, const char *text) {
         if (streq(path, "Response/Errors/Error/Code")) {
-                if (!a->error.code[0] && !copy_text(a->error.code, sizeof(a->error.code), text))
+                if (!a->error.code[0] && !copy_word(a->error.code, sizeof(a->error.code), text))
                         stop(w);
         } else if (streq(path, "Response/Errors/Error/Message") && text && !a->error.message[0])
                 (void)snprintf(a->error.message, sizeof(a->error.message), "%s", text);
@@ -198,12 +207,15 @@ static int answer_result(const Answer *a, int r, AwsError *ret_error) {
 typedef struct VolumesWalk {
         Answer answer;
         Ec2Volume item, *ret;
+        bool snapshot_seen; /* in this item */
 } VolumesWalk;
 
 static void volumes_start(Walk *w, const char *path) {
         VolumesWalk *v = w->userdata;
 
         answer_root(w, &v->answer, path);
+        if (streq(path, VOLUME_ITEM))
+                v->snapshot_seen = false;
         if (streq(path, VOLUME_ITEM))
                 v->item = (Ec2Volume){.fast_restored = EC2_UNKNOWN,
                                       .initialization_rate = EC2_UNKNOWN,
@@ -222,6 +234,10 @@ static void volumes_end(Walk *w, const char *path, const char *text) {
         }
         if (streq(path, VOLUME_ITEM)) {
                 if (!v->answer.found && streq(i->volume_id, v->answer.volume_id)) {
+                        /* EC2 always says where a volume came from (<snapshotId/> when from
+                         * nowhere): an answer that does not is not one, never "empty". */
+                        if (!v->snapshot_seen)
+                                stop(w);
                         *v->ret = *i;
                         v->answer.found = true;
                 }
@@ -231,11 +247,12 @@ static void volumes_end(Walk *w, const char *path, const char *text) {
                 return;
         field = path + strlen(VOLUME_ITEM "/");
         if (streq(field, "volumeId"))
-                ok = copy_text(i->volume_id, sizeof(i->volume_id), text);
-        else if (streq(field, "snapshotId"))
-                ok = copy_text(i->snapshot_id, sizeof(i->snapshot_id), text);
-        else if (streq(field, "status"))
-                ok = copy_text(i->state, sizeof(i->state), text);
+                ok = copy_word(i->volume_id, sizeof(i->volume_id), text);
+        else if (streq(field, "snapshotId")) {
+                ok = copy_word(i->snapshot_id, sizeof(i->snapshot_id), text);
+                v->snapshot_seen = true;
+        } else if (streq(field, "status"))
+                ok = copy_word(i->state, sizeof(i->state), text);
         else if (streq(field, "size"))
                 ok = parse_int(&i->size_gib, text);
         else if (streq(field, "fastRestored"))
@@ -291,16 +308,16 @@ static void status_end(Walk *w, const char *path, const char *text) {
                         s->answer.found = true;
                 }
         } else if (streq(path, STATUS_ITEM "/volumeId"))
-                ok = copy_text(i->volume_id, sizeof(i->volume_id), text);
+                ok = copy_word(i->volume_id, sizeof(i->volume_id), text);
         else if (streq(path, STATUS_DETAIL "/name"))
-                ok = copy_text(s->detail_name, sizeof(s->detail_name), text);
+                ok = copy_word(s->detail_name, sizeof(s->detail_name), text);
         else if (streq(path, STATUS_DETAIL "/status"))
-                ok = copy_text(s->detail_status, sizeof(s->detail_status), text);
+                ok = copy_word(s->detail_status, sizeof(s->detail_status), text);
         else if (streq(path, STATUS_DETAIL)) {
                 if (streq(s->detail_name, "initialization-state"))
                         strcpy(i->initialization_state, s->detail_status);
         } else if (streq(path, STATUS_INIT "/initializationType"))
-                ok = copy_text(i->initialization_type, sizeof(i->initialization_type), text);
+                ok = copy_word(i->initialization_type, sizeof(i->initialization_type), text);
         else if (streq(path, STATUS_INIT "/progress"))
                 ok = parse_int(&i->progress, text) && i->progress <= 100;
         else if (streq(path, STATUS_INIT "/estimatedTimeToCompleteInSeconds"))

@@ -55,8 +55,13 @@ static int attempt(AwsConfig *c, const char *body, AwsHttpResponse *ret, AwsErro
                 return k;
         k = aws_request_add_header(&r, "Content-Type",
                                    "application/x-www-form-urlencoded; charset=utf-8");
-        if (k >= 0)
+        if (k >= 0) {
                 k = sigv4_sign(&r, &c->credentials, c->region, "ec2", time(NULL));
+                if (k == -EINVAL)
+                        aws_why(ret_why, k,
+                                "the credentials cannot be signed with: an access key id that is "
+                                "not letters and digits, or a newline in the secret or token");
+        }
         if (k >= 0) {
                 k = aws_http_send(&c->ec2, &r, &o, ret, &error_text);
                 if (k < 0)
@@ -120,7 +125,10 @@ int ec2_describe_volume(AwsConfig *c, const char *volume_id, Ec2Volume *ret, Aws
                 return aws_why(ret_why, k, "EC2's DescribeVolumes answer does not hold %s",
                                volume_id);
         if (k < 0)
-                return aws_why(ret_why, k, "EC2's DescribeVolumes answer is not valid");
+                return k == -EPROTO
+                               ? aws_why(ret_why, k, "EC2 answered with an error: %s: %s",
+                                         ret_error->code, ret_error->message)
+                               : aws_why(ret_why, k, "EC2's DescribeVolumes answer is not valid");
         return 0;
 }
 
@@ -137,6 +145,9 @@ int ec2_describe_volume_status(AwsConfig *c, const char *volume_id, Ec2VolumeSta
                 return aws_why(ret_why, k, "EC2's DescribeVolumeStatus answer does not hold %s",
                                volume_id);
         if (k < 0)
-                return aws_why(ret_why, k, "EC2's DescribeVolumeStatus answer is not valid");
+                return k == -EPROTO ? aws_why(ret_why, k, "EC2 answered with an error: %s: %s",
+                                              ret_error->code, ret_error->message)
+                                    : aws_why(ret_why, k,
+                                              "EC2's DescribeVolumeStatus answer is not valid");
         return 0;
 }

@@ -403,6 +403,13 @@ int sigv4_sign(AwsRequest *r, const AwsCredentials *c, const char *region, const
         if (!c || isempty(c->access_key_id) || isempty(c->secret_access_key) || isempty(region) ||
             isempty(service) || !gmtime_r(&now, &tm))
                 return -EINVAL;
+        /* The key id goes into Authorization as it is: letters and digits only, as AWS's are. */
+        for (const char *p = c->access_key_id; *p; p++)
+                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                      (*p >= '0' && *p <= '9')))
+                        return -EINVAL;
+        if (has_newline(c->secret_access_key) || has_newline(region) || has_newline(service))
+                return -EINVAL;
         for (size_t i = 0; i < r->n_headers; i++)
                 if (has_newline(r->headers[i].name) || has_newline(r->headers[i].value))
                         return -EINVAL;

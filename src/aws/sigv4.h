@@ -61,7 +61,8 @@ char *sigv4_string_to_sign(const char *amz_date, const char *scope, const char *
 /*
  * sigv4_sign() - sign @r for @service in @region at @now (UTC): adds X-Amz-Date,
  * X-Amz-Security-Token (with a session token) and Authorization to @r's headers (replacing any
- * already there). 0, -EINVAL (no credentials, a header name or value with a newline), -ENOMEM.
+ * already there). 0, -EINVAL (no credentials, an access key id that is not letters and digits, a
+ * header, token, secret or region with a newline), -ENOMEM.
  */
 int sigv4_sign(AwsRequest *r, const AwsCredentials *c, const char *region, const char *service,
                time_t now);

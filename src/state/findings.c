@@ -246,7 +246,7 @@ int findings_parse(const char *text, size_t size, AwsFindings *ret) {
         p.version_ok = false;
         if (kv_text_foreach(text, size, findings_pair, &p) < 0)
                 return -EBADMSG;
-        /* the version first: another version's keys may mean other things */
+        /* the version, wherever its line: another version's keys may mean other things */
         if (!p.version_ok || !(p.seen & 1u << 1) || !(p.seen & 1u << 2))
                 return -EBADMSG;
         if (!p.f.error[0] && !(p.seen & 1u << 4)) /* an answer says where the volume came from */

@@ -12,7 +12,7 @@ gets AWS's SignatureDoesNotMatch. The scenario (JSON) may hold:
   role, region                the instance's role and region (default "ebs-hydrate", "us-east-1")
   credentials_ttl             seconds the role's credentials live (default 3600)
   volumes: {id: {snapshot, fast_restored, init_rate, init_state, init_type, progress, eta}}
-  deny: [Action, ...]         these actions answer UnauthorizedOperation
+  deny: [Action, ...]         these actions answer UnauthorizedOperation (with deny_message)
   throttle: N                 the first N EC2 requests answer 503 RequestLimitExceeded
   fail500: N                  the first N EC2 requests answer 500 InternalError
   slow: seconds               every EC2 request waits this long first
@@ -183,8 +183,8 @@ class Handler(BaseHTTPRequestHandler):
         if form.get("Version") != "2016-11-15":
             return self.send(400, error_xml("InvalidParameterValue", "Bad Version."))
         if action in scenario.get("deny", []):
-            return self.send(403, error_xml("UnauthorizedOperation", "You are not authorized to "
-                                            "perform this operation."))
+            return self.send(403, error_xml("UnauthorizedOperation", scenario.get(
+                "deny_message", "You are not authorized to perform this operation.")))
         volumes = scenario.get("volumes", {})
         if vid not in volumes:
             return self.send(400, error_xml("InvalidVolume.NotFound",

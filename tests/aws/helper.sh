@@ -9,7 +9,7 @@ set -euo pipefail
 CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
     imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
     throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage
-    state-dir state-dir-error)
+    state-dir state-dir-error hostile-message)
 . "$(dirname "$0")/../integration/cases.sh"
 
 HELPER=$(realpath "$2")
@@ -272,6 +272,20 @@ case_state_dir_error() {
     run "${with_keys[@]}" -- --state-dir "$TMP/missing"
     expect_rc 1
     expect_err "Failed to open the state directory $TMP/missing"
+}
+
+case_hostile_message() {
+    # AWS's words may hold any byte: the file still says why, on its line, and replaces an old
+    # answer (which must not outlive a failed ask).
+    stub '{"deny": ["DescribeVolumes"], "deny_message": "no&#10;SOURCE=empty&#9;tab", "volumes": {}}'
+    mkdir "$TMP/state"
+    printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=1\nSOURCE=empty\n' "$VOL" \
+        >"$TMP/state/$VOL.aws"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 1
+    grep -qF 'ERROR=EC2 answered HTTP 403: UnauthorizedOperation: no\nSOURCE=empty\ttab' \
+        "$TMP/state/$VOL.aws" || fail "the reason is not in the file, escaped"
+    ! grep -q '^SOURCE=' "$TMP/state/$VOL.aws" || fail "the old answer outlived the failed ask"
 }
 
 run_case aws/

@@ -71,8 +71,9 @@ static void test_ec2_xml_volume_empty_and_fast_restored(void **state) {
         assert_int_equal(parse_volume(empty, &v), 0);
         assert_string_equal(v.snapshot_id, "");
         assert_int_equal(v.fast_restored, EC2_UNKNOWN);
-        assert_int_equal(parse_volume(absent, &v), 0);
-        assert_string_equal(v.snapshot_id, "");
+        /* EC2 always sends <snapshotId/>: a volume without it is not "created empty" but an
+         * answer we do not understand (taken for empty, the volume would never be read) */
+        assert_int_equal(parse_volume(absent, &v), -EBADMSG);
         assert_int_equal(parse_volume(fsr, &v), 0);
         assert_int_equal(v.fast_restored, 1);
         assert_int_equal(v.initialization_rate, 300);
@@ -84,7 +85,7 @@ static void test_ec2_xml_volume_empty_and_fast_restored(void **state) {
 static void test_ec2_xml_volume_not_ours(void **state) {
         /* Another volume's answer, or an attachment's volumeId alone: never this volume. */
         char *other = volumes_answer("vol-0ffffffffffffffff", "<snapshotId>snap-1</snapshotId>"),
-             *attachment_only = volumes_answer("vol-attachment", "");
+             *attachment_only = volumes_answer("vol-attachment", "<snapshotId/>");
         const char *none = "<DescribeVolumesResponse " NS "><requestId>r</requestId>"
                            "<volumeSet/></DescribeVolumesResponse>";
         Ec2Volume v;
@@ -164,6 +165,9 @@ static void test_ec2_xml_hostile(void **state) {
                 "<Other/>",
                 "<!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;\">]>"
                 "<DescribeVolumesResponse>&lol2;</DescribeVolumesResponse>",
+                /* an id with a space: the findings file could not hold it */
+                "<DescribeVolumesResponse><volumeSet><item><volumeId>" VOL "</volumeId>"
+                "<snapshotId> snap-1 </snapshotId></item></volumeSet></DescribeVolumesResponse>",
                 "<DescribeVolumesResponse><volumeSet><item><volumeId>" VOL "</volumeId><size>-1"
                 "</size></item></volumeSet></DescribeVolumesResponse>",
                 "<DescribeVolumesResponse><volumeSet><item><volumeId>" VOL "</volumeId><size>9x"

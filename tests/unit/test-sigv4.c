@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "aws-http.h"
 #include "sigv4.h"
 #include "util.h"
 
@@ -207,6 +208,40 @@ static void test_sigv4_refuses(void **state) {
         assert_int_equal(sigv4_sign(&r, &c, "us-east-1", "ec2", EXAMPLE_TIME), -EINVAL);
         aws_request_done(&r);
         aws_credentials_done(&c);
+        /* the key id goes into Authorization as it is: a header of its own must not follow */
+        c = example_credentials(NULL);
+        free(c.access_key_id);
+        c.access_key_id = strdup("AKID\r\nX-Injected: 1");
+        assert_int_equal(sigv4_sign(&r, &c, "us-east-1", "ec2", EXAMPLE_TIME), -EINVAL);
+        assert_null(header(&r, "Authorization"));
+        aws_request_done(&r);
+        aws_credentials_done(&c);
+}
+
+/* The Host the signature covers is the Host curl sends: a scheme's own port is left out. */
+static void test_sigv4_endpoint_host(void **state) {
+        static const struct {
+                const char *url, *host;
+        } cases[] = {
+                {"https://ec2.us-east-1.amazonaws.com", "ec2.us-east-1.amazonaws.com"},
+                {"https://vpce-1.ec2.us-east-1.vpce.amazonaws.com:443/",
+                 "vpce-1.ec2.us-east-1.vpce.amazonaws.com"},
+                {"http://127.0.0.1:80", "127.0.0.1"},
+                {"http://127.0.0.1:8080/", "127.0.0.1:8080"},
+                {"https://127.0.0.1:80", "127.0.0.1:80"},
+        };
+        static const char *const bad[] = {"ftp://h/",       "https://u:p@h/", "https://h/path",
+                                          "https://h/?q=1", "https://h/#f",   "",
+                                          "not a url"};
+        AwsEndpoint e;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                assert_int_equal(aws_endpoint_parse(cases[i].url, &e), 0);
+                assert_string_equal(e.host, cases[i].host);
+                aws_endpoint_done(&e);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(aws_endpoint_parse(bad[i], &e), -EINVAL);
 }
 
 int main(void) {
@@ -218,6 +253,7 @@ int main(void) {
                 cmocka_unit_test(test_sigv4_canonical_headers),
                 cmocka_unit_test(test_sigv4_session_token_and_resign),
                 cmocka_unit_test(test_sigv4_refuses),
+                cmocka_unit_test(test_sigv4_endpoint_host),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
