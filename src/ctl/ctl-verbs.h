@@ -3,8 +3,9 @@
  * ebs-hydratectl's verbs, one file per family, and what they share: the parsed command line,
  * the exit statuses and the collecting of volumes (from the bus and the state directory).
  * ebs-hydratectl.c owns argv, --help and the verb table. A verb returns 0; a negative errno
- * after saying why (a failure); or a documented exit status it decided itself: CTL_EXIT_USAGE,
- * CTL_EXIT_NOPERM, or wait's (ctl-wait.h). ebs-hydratectl.c maps that to the exit status, once.
+ * after saying why (a failure); or a documented exit status it decided itself:
+ * EBS_HYDRATE_EXIT_USAGE, EBS_HYDRATE_EXIT_NOPERM, or wait's (ctl-wait.h). ebs-hydratectl.c maps
+ * that to the exit status, once.
  */
 #pragma once
 
@@ -16,13 +17,7 @@
 #include "record.h"
 #include "volinfo.h"
 
-/* ebs-hydrate/exit-status.h */
-enum {
-        CTL_EXIT_OK = EBS_HYDRATE_EXIT_SUCCESS,
-        CTL_EXIT_FAILED = EBS_HYDRATE_EXIT_FAILURE,
-        CTL_EXIT_USAGE = EBS_HYDRATE_EXIT_USAGE,
-        CTL_EXIT_NOPERM = EBS_HYDRATE_EXIT_NOPERM,
-};
+/* The exit statuses are EBS_HYDRATE_EXIT_* (ebs-hydrate/exit-status.h). */
 
 typedef struct CtlArgs {
         bool json;
@@ -44,7 +39,7 @@ int ctl_collect_volumes(const CtlArgs *a, VolumeList **ret);
  * @by_device_identity, also a device whose volume is not running). Returns how many, or
  * -ENOMEM. */
 int ctl_select_volumes(VolumeList *l, const char *target, bool by_device_identity);
-/* 0 as root; otherwise says @command needs root and returns CTL_EXIT_NOPERM. */
+/* 0 as root; otherwise says @command needs root and returns EBS_HYDRATE_EXIT_NOPERM. */
 int ctl_require_root(const char *command);
 /* Flushes stdout: 0, or -errno after saying why (a full disk, a closed pipe). */
 int ctl_flush_stdout(void);

@@ -26,7 +26,7 @@ int ctl_require_root(const char *command) {
         if (geteuid() == 0)
                 return 0;
         log_error("%s: must be run as root", command);
-        return CTL_EXIT_NOPERM;
+        return EBS_HYDRATE_EXIT_NOPERM;
 }
 
 /* "/dev/disk/by-id/x" -> "/dev/nvme1n1"; NULL for a target that is not a path. */

@@ -293,7 +293,7 @@ static int judge_all(const WaitOptions *o, Targets *l, WaitContext *x, bool time
                         clear_progress(o);
                         log_error("%s: %s: %s, %s will not be reached", t->arg, t->volumes, t->why,
                                   wait_phase_to_string(o->phase));
-                        return WAIT_EXIT_SHORT;
+                        return EBS_HYDRATE_EXIT_WAIT_SHORT;
                 }
                 reached += t->verdict == WAIT_REACHED;
                 known += t->known;
@@ -323,7 +323,7 @@ static int judge_all(const WaitOptions *o, Targets *l, WaitContext *x, bool time
                         log_error("%s: %s: %s not reached in time", t->arg, t->volumes,
                                   wait_phase_to_string(o->phase));
         }
-        return known < l->n ? WAIT_EXIT_UNKNOWN : WAIT_EXIT_TIMEOUT;
+        return known < l->n ? EBS_HYDRATE_EXIT_WAIT_UNKNOWN : EBS_HYDRATE_EXIT_WAIT_TIMEOUT;
 }
 
 /* How long poll() may sleep: until the deadline, or for ever; at most a second when something
@@ -417,7 +417,7 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
                 w.targets.items[i].bit = UINT64_C(1) << MIN(i, (size_t)63);
                 if (!targets[i][0]) {
                         log_error("An empty TARGET names nothing (see --help)");
-                        return EXIT_USAGE_ERROR;
+                        return EBS_HYDRATE_EXIT_USAGE;
                 }
                 switch (resolve_target(&w.targets.items[i])) {
                 case 0:
@@ -425,7 +425,7 @@ int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets) {
                 case -ENOENT:
                 case -ENOTDIR:
                 case -ENODEV:
-                        return WAIT_EXIT_UNKNOWN;
+                        return EBS_HYDRATE_EXIT_WAIT_UNKNOWN;
                 default: /* not known to name nothing: a failure (EACCES, ENOMEM, ELOOP) */
                         return EXIT_FAILURE;
                 }

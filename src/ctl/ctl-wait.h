@@ -15,14 +15,10 @@
 
 #include <ebs-hydrate/exit-status.h>
 
-/* ebs-hydrate/exit-status.h: EBS_HYDRATE_EXIT_USAGE as every ebs-hydratectl command; SHORT:
- * finished without reaching the phase (failed, unreadable ranges, Mode=used for "complete",
- * Enabled=no); TIMEOUT: --timeout passed, every target known; UNKNOWN: a target that names no
- * volume (at once if it never can). */
-#define EXIT_USAGE_ERROR EBS_HYDRATE_EXIT_USAGE
-#define WAIT_EXIT_SHORT EBS_HYDRATE_EXIT_WAIT_SHORT
-#define WAIT_EXIT_TIMEOUT EBS_HYDRATE_EXIT_WAIT_TIMEOUT
-#define WAIT_EXIT_UNKNOWN EBS_HYDRATE_EXIT_WAIT_UNKNOWN
+/* wait's statuses (ebs-hydrate/exit-status.h): EBS_HYDRATE_EXIT_USAGE as every ebs-hydratectl
+ * command; _WAIT_SHORT: finished without reaching the phase (failed, unreadable ranges,
+ * Mode=used for "complete", Enabled=no); _WAIT_TIMEOUT: --timeout passed, every target known;
+ * _WAIT_UNKNOWN: a target that names no volume (at once if it never can). */
 
 /* --phase's own names besides the stages' (ebs-hydratectl(1)). */
 #define WAIT_PHASE_HOT "hot"
@@ -68,5 +64,6 @@ typedef struct WaitOptions {
         bool progress; /* a progress line on stderr */
 } WaitOptions;
 
-/* ctl_wait() - wait for @targets; returns the exit status (0, WAIT_EXIT_*, or 1 on errors). */
+/* ctl_wait() - wait for @targets; returns the exit status (0, EBS_HYDRATE_EXIT_WAIT_*, or 1 on
+ * errors). */
 int ctl_wait(const WaitOptions *o, char *const *targets, size_t n_targets);

@@ -164,14 +164,16 @@ static const Command commands[] = {
  */
 static int exit_status(int r) {
         static const int documented[] = {
-                CTL_EXIT_OK,     CTL_EXIT_FAILED,   CTL_EXIT_USAGE,    CTL_EXIT_NOPERM,
-                WAIT_EXIT_SHORT, WAIT_EXIT_TIMEOUT, WAIT_EXIT_UNKNOWN,
+                EBS_HYDRATE_EXIT_SUCCESS,      EBS_HYDRATE_EXIT_FAILURE,
+                EBS_HYDRATE_EXIT_USAGE,        EBS_HYDRATE_EXIT_NOPERM,
+                EBS_HYDRATE_EXIT_WAIT_SHORT,   EBS_HYDRATE_EXIT_WAIT_TIMEOUT,
+                EBS_HYDRATE_EXIT_WAIT_UNKNOWN,
         };
 
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(documented); i++)
                 if (r == documented[i])
                         return r;
-        return CTL_EXIT_FAILED;
+        return EBS_HYDRATE_EXIT_FAILURE;
 }
 
 static int dispatch(const CtlArgs *a, int argc, char **argv) {
@@ -186,26 +188,26 @@ static int dispatch(const CtlArgs *a, int argc, char **argv) {
                         continue;
                 if (a->output && c->run != verb_metrics) {
                         log_error("--output is for metrics only (see --help)");
-                        return CTL_EXIT_USAGE;
+                        return EBS_HYDRATE_EXIT_USAGE;
                 }
                 if (a->output && (!a->output[0] || a->output[strlen(a->output) - 1] == '/')) {
                         log_error("--output=%s: not a file name (a directory's name ends in /)",
                                   a->output);
-                        return CTL_EXIT_USAGE;
+                        return EBS_HYDRATE_EXIT_USAGE;
                 }
                 if (a->wait_options_given && c->run != verb_wait) {
                         log_error("--phase and --timeout are for wait only (see --help)");
-                        return CTL_EXIT_USAGE;
+                        return EBS_HYDRATE_EXIT_USAGE;
                 }
                 if (n_args < c->min_args || n_args > c->max_args) {
                         log_error("Usage: ebs-hydratectl [OPTIONS] %s%s%s (see --help)", name,
                                   c->synopsis[0] ? " " : "", c->synopsis);
-                        return CTL_EXIT_USAGE;
+                        return EBS_HYDRATE_EXIT_USAGE;
                 }
                 return exit_status(c->run(a, argc > 0 ? argv + 1 : no_args));
         }
         log_error("Unknown command '%s' (see --help)", name);
-        return CTL_EXIT_USAGE;
+        return EBS_HYDRATE_EXIT_USAGE;
 }
 
 int main(int argc, char *argv[]) {
@@ -221,6 +223,6 @@ int main(int argc, char *argv[]) {
         log_setup("ebs-hydratectl");
         r = parse_argv(argc, argv, &a);
         if (r <= 0)
-                return r == 0 ? CTL_EXIT_OK : CTL_EXIT_USAGE;
+                return r == 0 ? EBS_HYDRATE_EXIT_SUCCESS : EBS_HYDRATE_EXIT_USAGE;
         return dispatch(&a, argc - optind, argv + optind);
 }

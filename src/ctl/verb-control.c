@@ -56,9 +56,10 @@ static int find_running(sd_bus *bus, const char *target, VolumeInfo *ret) {
         return 0;
 }
 
-/* A method call that failed with @r: the daemon refusing the caller is CTL_EXIT_NOPERM. */
+/* A method call that failed with @r: the daemon refusing the caller is EBS_HYDRATE_EXIT_NOPERM. */
 static int bus_call_result(int r, const sd_bus_error *error) {
-        return sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) ? CTL_EXIT_NOPERM : r;
+        return sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) ? EBS_HYDRATE_EXIT_NOPERM
+                                                                        : r;
 }
 
 /* Calls @method on the instance @target names; the rate is used by SetRateLimit only. */
@@ -105,7 +106,7 @@ int verb_set_rate_limit(const CtlArgs *a, char **args) {
 
         if (hydrate_parse_rate_limit(args[1], &rate) < 0) {
                 log_error("Invalid RATE '%s': expected %s", args[1], HYDRATE_RATE_LIMIT_SYNTAX);
-                return CTL_EXIT_USAGE;
+                return EBS_HYDRATE_EXIT_USAGE;
         }
         r = ctl_require_root("set-rate-limit");
         return r != 0 ? r

@@ -194,22 +194,25 @@ static void test_wait_at_once(void **state) {
         put("vol-done", RECORD_COMPLETED, RECORD_PHASE_DONE);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "vol-done"), 0);
         put("vol-bad", RECORD_FAILED, RECORD_PHASE_USED);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "vol-bad"), WAIT_EXIT_SHORT);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "vol-bad"),
+                         EBS_HYDRATE_EXIT_WAIT_SHORT);
         assert_int_equal(wait_for(RECORD_PHASE_HOT, UINT64_MAX, "vol-bad"), 0);
 }
 
 static void test_wait_timeout_and_unknown(void **state) {
         (void)state;
         put("vol-slow", RECORD_HYDRATING, RECORD_PHASE_USED);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-slow"), WAIT_EXIT_TIMEOUT);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-slow"), EBS_HYDRATE_EXIT_WAIT_TIMEOUT);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, 200 * USEC_PER_MSEC, "vol-slow"),
-                         WAIT_EXIT_TIMEOUT);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-never"), WAIT_EXIT_UNKNOWN);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, ""), EXIT_USAGE_ERROR);
+                         EBS_HYDRATE_EXIT_WAIT_TIMEOUT);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-never"),
+                         EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, ""), EBS_HYDRATE_EXIT_USAGE);
         /* a path no volume can hold is unknown at once, whatever the timeout */
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/proc/self"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/proc/self"),
+                         EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, UINT64_MAX, "/no/such/path"),
-                         WAIT_EXIT_UNKNOWN);
+                         EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
 }
 
 /* A record that appears, then changes, while ctl_wait() waits (as a daemon started after it
@@ -305,7 +308,8 @@ static void test_wait_untrusted(void **state) {
         snprintf(path, sizeof(path), "%s/vol-t.record", runtime_dir);
         if (geteuid() == 0) {
                 assert_int_equal(chown(path, 65534, 65534), 0);
-                assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-t"), WAIT_EXIT_UNKNOWN);
+                assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-t"),
+                                 EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
         }
         assert_int_equal(chmod(runtime_dir, 0755), 0);
         assert_int_equal(unlink(path), 0);
@@ -328,8 +332,8 @@ static void test_wait_stale_kernel_name(void **state) {
         strcpy(old.device_name, "sdq");
         old.diskseq = 11;
         assert_int_equal(record_save(fd, &old), 0);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "nvme7n1"), WAIT_EXIT_UNKNOWN);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "sdq"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "nvme7n1"), EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "sdq"), EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
         assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "vol-old"), 0);
         /* the volume attached now, still hydrating */
         now = old;
@@ -338,12 +342,12 @@ static void test_wait_stale_kernel_name(void **state) {
         now.phase = RECORD_PHASE_USED;
         now.diskseq = 12;
         assert_int_equal(record_save(fd, &now), 0);
-        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "nvme7n1"), WAIT_EXIT_TIMEOUT);
-        assert_int_equal(wait_for(RECORD_PHASE_USED, 0, "nvme7n1"), WAIT_EXIT_TIMEOUT);
+        assert_int_equal(wait_for(RECORD_PHASE_DONE, 0, "nvme7n1"), EBS_HYDRATE_EXIT_WAIT_TIMEOUT);
+        assert_int_equal(wait_for(RECORD_PHASE_USED, 0, "nvme7n1"), EBS_HYDRATE_EXIT_WAIT_TIMEOUT);
         assert_int_equal(wait_for(RECORD_PHASE_HOT, 0, "sdq"), 0);
         /* detached: neither record answers for the name any more */
         fixture_write(sys, "block/nvme7n1/diskseq", "13\n");
-        assert_int_equal(wait_for(RECORD_PHASE_HOT, 0, "nvme7n1"), WAIT_EXIT_UNKNOWN);
+        assert_int_equal(wait_for(RECORD_PHASE_HOT, 0, "nvme7n1"), EBS_HYDRATE_EXIT_WAIT_UNKNOWN);
         assert_int_equal(unsetenv("EBS_HYDRATE_SYSFS_ROOT"), 0);
         assert_int_equal(rm_rf(sys), 0);
 }
