@@ -32,6 +32,11 @@
 
 /* --- targets --- */
 
+/* What a target was found to be, a few volumes' worth ("vol-1 (nvme1n1), vol-2 (nvme2n1)"), and
+ * the progress line on a terminal: longer is cut, never overrun. */
+#define TARGET_VOLUMES_MAX 256
+#define WAIT_LINE_MAX 512
+
 typedef struct Target {
         const char *arg;
         const char *name; /* matched by name (volume id, kernel name, mapping name), or NULL */
@@ -40,7 +45,7 @@ typedef struct Target {
         const char *why;
         bool known;          /* a record or state file names it (every disk of a path) */
         const char *missing; /* a disk of a path that no record names */
-        char volumes[256];   /* "vol-1 (nvme1n1)": what it was found to be, for messages */
+        char volumes[TARGET_VOLUMES_MAX]; /* "vol-1 (nvme1n1)": what it was found to be */
         uint64_t done_bytes, size_bytes;
         bool oom;     /* a writer could not be noted */
         uint64_t bit; /* this target's in SnapshotEntry.targets */
@@ -237,7 +242,7 @@ static void judge(Target *t, WaitContext *x, RecordPhase phase) {
 /* --- watching --- */
 
 static void progress_line(const Target *t, size_t n, RecordPhase phase) {
-        char line[512], pmb[FORMAT_PERMILLE_MAX];
+        char line[WAIT_LINE_MAX], pmb[FORMAT_PERMILLE_MAX];
         size_t len;
 
         len = (size_t)snprintf(line, sizeof(line), "Waiting for %s:", wait_phase_to_string(phase));

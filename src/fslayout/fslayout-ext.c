@@ -330,7 +330,7 @@ static int set_detail(char **ret_detail, int result, const char *detail) {
 }
 
 static errcode_t open_read_only(const char *path, uint64_t offset, ext2_filsys *ret) {
-        char options[64];
+        char options[sizeof("offset=") + DECIMAL_STR_MAX(uint64_t)];
 
         /* The "offset" option, as unix_io's: a byte offset added to every read. */
         (void)snprintf(options, sizeof(options), "offset=%" PRIu64, offset);

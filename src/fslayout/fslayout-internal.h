@@ -36,8 +36,8 @@ typedef struct Region {
 
 typedef struct LayoutScan {
         const FsLayoutHints *hints;
-        int fd;        /* our own descriptor of the device, without O_DIRECT */
-        char path[64]; /* /proc/self/fd/<fd>, for libext2fs, which opens by name */
+        int fd;                       /* our own descriptor of the device, without O_DIRECT */
+        char path[PROC_PID_PATH_MAX]; /* /proc/self/fd/<fd>, for libext2fs, which opens by name */
         struct stat st;
         uint64_t size;
         char *table_type; /* libblkid's name of the partition table, NULL if none */

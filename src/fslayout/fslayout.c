@@ -68,7 +68,7 @@ int layout_set_stringf(char **s, const char *format, ...) {
  * alignment, which a caller's O_DIRECT descriptor would refuse. */
 static int layout_scan_open(LayoutScan *d, int fd, char **error) {
         char probe[SECTOR];
-        char path[64];
+        char path[PROC_PID_PATH_MAX];
 
         (void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
