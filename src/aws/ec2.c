@@ -112,6 +112,17 @@ static int call(AwsConfig *c, const char *action, const char *volume_id, AwsHttp
         return k;
 }
 
+/* An answer's verdict in words: -ENOENT (another volume's), -EPROTO (an error), -EBADMSG. */
+static int answer_why(int k, const char *action, const char *volume_id, const AwsError *e,
+                      char **ret_why) {
+        if (k == -ENOENT)
+                return aws_why(ret_why, k, "EC2's %s answer does not hold %s", action, volume_id);
+        if (k == -EPROTO)
+                return aws_why(ret_why, k, "EC2 answered with an error: %s: %s", e->code,
+                               e->message);
+        return aws_why(ret_why, k, "EC2's %s answer is not valid", action);
+}
+
 int ec2_describe_volume(AwsConfig *c, const char *volume_id, Ec2Volume *ret, AwsError *ret_error,
                         char **ret_why) {
         AwsHttpResponse a = {};
@@ -121,15 +132,7 @@ int ec2_describe_volume(AwsConfig *c, const char *volume_id, Ec2Volume *ret, Aws
                 return k;
         k = ec2_parse_describe_volumes(a.body, a.size, volume_id, ret, ret_error);
         aws_http_response_done(&a);
-        if (k == -ENOENT)
-                return aws_why(ret_why, k, "EC2's DescribeVolumes answer does not hold %s",
-                               volume_id);
-        if (k < 0)
-                return k == -EPROTO
-                               ? aws_why(ret_why, k, "EC2 answered with an error: %s: %s",
-                                         ret_error->code, ret_error->message)
-                               : aws_why(ret_why, k, "EC2's DescribeVolumes answer is not valid");
-        return 0;
+        return k < 0 ? answer_why(k, "DescribeVolumes", volume_id, ret_error, ret_why) : 0;
 }
 
 int ec2_describe_volume_status(AwsConfig *c, const char *volume_id, Ec2VolumeStatus *ret,
@@ -141,13 +144,5 @@ int ec2_describe_volume_status(AwsConfig *c, const char *volume_id, Ec2VolumeSta
                 return k;
         k = ec2_parse_describe_volume_status(a.body, a.size, volume_id, ret, ret_error);
         aws_http_response_done(&a);
-        if (k == -ENOENT)
-                return aws_why(ret_why, k, "EC2's DescribeVolumeStatus answer does not hold %s",
-                               volume_id);
-        if (k < 0)
-                return k == -EPROTO ? aws_why(ret_why, k, "EC2 answered with an error: %s: %s",
-                                              ret_error->code, ret_error->message)
-                                    : aws_why(ret_why, k,
-                                              "EC2's DescribeVolumeStatus answer is not valid");
-        return 0;
+        return k < 0 ? answer_why(k, "DescribeVolumeStatus", volume_id, ret_error, ret_why) : 0;
 }

@@ -78,7 +78,7 @@ int manager_aws_check(Manager *run) {
                                     : "not a valid findings file");
                 return 0;
         }
-        reason = report_aws_nothing_cold(&f);
+        reason = report_aws_nothing_cold(run->aws_reason_buf, sizeof(run->aws_reason_buf), &f);
         if (!reason) {
                 log_info("%s", report_aws_noted(line, sizeof(line), run->key, &f));
                 return 0;

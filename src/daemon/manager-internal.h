@@ -15,6 +15,7 @@
 #include "discovery.h"
 #include "hydrator.h"
 #include "record.h"
+#include "report.h"
 
 typedef struct Manager {
         sd_event *event;
@@ -54,6 +55,7 @@ typedef struct Manager {
         struct timespec aws_mtime;
         off_t aws_size;
         const char *aws_reason; /* set: AWS said nothing is cold, and the run completed */
+        char aws_reason_buf[REPORT_WORDS_MAX * 2];
 } Manager;
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC) /* STATUS= and the record, at least */

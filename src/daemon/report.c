@@ -21,23 +21,24 @@
 /* Unreadable ranges named in a line: enough to find them in the kernel log. */
 #define REPORT_BAD_RANGES_SHOWN 3
 
-const char *report_aws_nothing_cold(const AwsFindings *f) {
-        static char completed[REPORT_WORDS_MAX * 2];
+const char *report_aws_nothing_cold(char *buf, size_t size, const AwsFindings *f) {
+        const char *why = NULL;
 
         if (f->error[0])
                 return NULL;
         if (f->source == FINDINGS_SOURCE_EMPTY)
-                return "created empty: nothing to hydrate";
-        if (f->fast_restored == 1)
-                return "restored with fast snapshot restore: nothing is cold";
-        if (streq(f->initialization_state, "completed")) {
-                (void)snprintf(completed, sizeof(completed),
-                               "AWS completed its initialization%s%s%s",
+                why = "created empty: nothing to hydrate";
+        else if (f->fast_restored == 1)
+                why = "restored with fast snapshot restore: nothing is cold";
+        else if (!streq(f->initialization_state, "completed"))
+                return NULL;
+        if (why)
+                (void)snprintf(buf, size, "%s", why);
+        else
+                (void)snprintf(buf, size, "AWS completed its initialization%s%s%s",
                                f->initialization_type[0] ? " (" : "", f->initialization_type,
                                f->initialization_type[0] ? ")" : "");
-                return completed;
-        }
-        return NULL;
+        return buf;
 }
 
 char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFindings *f) {

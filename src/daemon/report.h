@@ -102,13 +102,13 @@ uint64_t report_cold_free_bytes(const HydratorStatus *st);
 
 /*
  * What AWS said (ebs-hydrate/findings.h). report_aws_nothing_cold(): why nothing of the volume is
- * cold, or NULL: "created empty: nothing to hydrate", "restored with fast snapshot restore:
- * nothing is cold", "AWS completed its initialization (provisioned-rate)".
- * report_aws_noted(): the journal's line for findings that change nothing ("vol-...: AWS:
- * restored from snap-0abc; hydrating"), or that say AWS could not be asked.
+ * cold, in @buf (REPORT_WORDS_MAX * 2 holds it), or NULL: "created empty: nothing to hydrate",
+ * "restored with fast snapshot restore: nothing is cold", "AWS completed its initialization
+ * (provisioned-rate)". report_aws_noted(): the journal's line for findings that change nothing
+ * ("vol-...: AWS: restored from snap-0abc; hydrating"), or that say AWS could not be asked.
  * report_aws_completed(): "vol-...: complete without reading: <reason> (AWS)".
  */
-const char *report_aws_nothing_cold(const AwsFindings *f);
+const char *report_aws_nothing_cold(char *buf, size_t size, const AwsFindings *f);
 char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFindings *f);
 char *report_aws_completed(char *buf, size_t size, const char *key, const char *reason);
 

@@ -131,15 +131,9 @@ typedef struct Parse {
         bool version_ok;
 } Parse;
 
+/* A value written is never empty (an absent field has no line). */
 static bool copy_word(char *dst, size_t size, const char *v, size_t len) {
-        if (len == 0 || len >= size)
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if (v[i] <= ' ' || v[i] > '~')
-                        return false;
-        memcpy(dst, v, len);
-        dst[len] = '\0';
-        return true;
+        return len > 0 && kv_value_word(v, len, dst, size) >= 0;
 }
 
 static bool copy_text(char *dst, size_t size, const char *v, size_t len) {
@@ -151,11 +145,9 @@ static bool copy_text(char *dst, size_t size, const char *v, size_t len) {
 }
 
 static bool copy_number(int64_t *dst, int64_t max, const char *v, size_t len) {
-        char word[DECIMAL_STR_MAX(uint64_t)];
         uint64_t n;
 
-        if (!copy_word(word, sizeof(word), v, len) ||
-            parse_unsigned(word, 0, (uint64_t)max, &n) < 0)
+        if (kv_value_number(v, len, (uint64_t)max, &n) < 0)
                 return false;
         *dst = (int64_t)n;
         return true;

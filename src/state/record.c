@@ -65,24 +65,13 @@ int record_format(const VolumeRecord *r, char *buf, size_t size) {
         return n;
 }
 
-/* Printable ASCII without spaces, shorter than @size; copied into @dst. */
+/* kv-text.h's word and number, with their arguments in this file's order. */
 static int copy_word(char *dst, size_t size, const char *value, size_t len) {
-        if (len >= size)
-                return -EBADMSG;
-        for (size_t i = 0; i < len; i++)
-                if (value[i] <= ' ' || value[i] > '~')
-                        return -EBADMSG;
-        memcpy(dst, value, len);
-        dst[len] = '\0';
-        return 0;
+        return kv_value_word(value, len, dst, size);
 }
 
 static int copy_number(uint64_t *dst, uint64_t max, const char *value, size_t len) {
-        char word[DECIMAL_STR_MAX(uint64_t)];
-
-        if (copy_word(word, sizeof(word), value, len) < 0)
-                return -EBADMSG;
-        return parse_unsigned(word, 0, max, dst) < 0 ? -EBADMSG : 0;
+        return kv_value_number(value, len, max, dst);
 }
 
 typedef enum RecordKey {
