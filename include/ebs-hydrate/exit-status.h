@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The exit statuses of the programs, for units (SuccessExitStatus=, RestartPreventExitStatus=)
- * and scripts. ebs-hydrated(8), ebs-hydratectl(1) and ebs-hydrate-id(8) describe each.
+ * and scripts. ebs-hydrated(8), ebs-hydratectl(1), ebs-hydrate-id(8) and ebs-hydrate-aws(8)
+ * describe each.
  */
 #ifndef EBS_HYDRATE_EXIT_STATUS_H
 #define EBS_HYDRATE_EXIT_STATUS_H
@@ -14,6 +15,9 @@
 /* ebs-hydrated. */
 #define EBS_HYDRATE_EXIT_UNREADABLE 3 /* finished, with ranges that cannot be read */
 #define EBS_HYDRATE_EXIT_DETACHED 4   /* the device went away during the run */
+
+/* ebs-hydrate-aws: AWS could not be asked or did not answer; the findings say why. */
+#define EBS_HYDRATE_EXIT_UNANSWERED 3
 
 /* ebs-hydratectl, every command. */
 #define EBS_HYDRATE_EXIT_NOPERM \

@@ -17,23 +17,30 @@
 #include <ebs-hydrate/exit-status.h>
 
 #include "aws-config.h"
+#include "build-config.h"
+#include "config.h"
 #include "ec2.h"
 #include "findings.h"
+#include "identity.h"
 #include "log.h"
 #include "parse.h"
+#include "sysfs.h"
 #include "time-util.h"
 #include "util.h"
 
 static void help(void) {
-        printf("Usage: ebs-hydrate-aws [OPTIONS] VOLUME-ID\n"
+        printf("Usage: ebs-hydrate-aws [OPTIONS] VOLUME-ID|DEVICE\n"
                "\n"
                "Ask EC2 about an EBS volume and print the findings as KEY=VALUE lines:\n"
                "whether it was created from a snapshot or empty, fast snapshot restore, and\n"
-               "AWS's initialization state, progress and ETA.\n"
+               "AWS's initialization state, progress and ETA. A DEVICE (nvme1n1, /dev/nvme1n1)\n"
+               "is looked up in udev for its volume id, and its configuration is honoured:\n"
+               "with Aws=no nothing is asked.\n"
                "\n"
                "  -h, --help           show this help\n"
                "      --state-dir=DIR  also write the findings to DIR/VOLUME-ID.aws, replaced\n"
                "                       whole (an error too, saying why AWS could not be asked)\n"
+               "      --config-dir=DIR read the configuration of DEVICE from DIR only\n"
                "\n"
                "Credentials and region as the AWS SDKs find them: AWS_ACCESS_KEY_ID,\n"
                "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, then the instance\n"
@@ -47,6 +54,57 @@ static bool volume_id_valid(const char *s) {
 
         return n > 4 && n < EC2_ID_MAX && strncmp(s, "vol-", 4) == 0 &&
                strspn(s + 4, "0123456789abcdef") == n - 4;
+}
+
+/* nvme1n1 or /dev/nvme1n1: a kernel name, never a path elsewhere (the sandbox has no /dev). */
+static const char *kernel_name_of(const char *arg) {
+        const char *k = startswith(arg, "/dev/") ?: arg;
+        size_t n = strlen(k);
+
+        if (n == 0 || n >= KERNEL_NAME_MAX || k[0] == '.' || strchr(k, '/') ||
+            strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!_.-") != n)
+                return NULL;
+        return k;
+}
+
+/*
+ * DEVICE's volume id, as the daemon finds it (udev, else sysfs), and whether its configuration
+ * lets AWS be asked. Returns 1 to ask, 0 when Aws=no, or an exit status below 0 (negated).
+ */
+static int device_volume(const char *kernel_name, const char *config_dir,
+                         char volume_id[static EC2_ID_MAX]) {
+        const char *defaults[] = {EBS_HYDRATE_VENDOR_CONF_DIR, EBS_HYDRATE_ETC_CONF_DIR, NULL};
+        const char *one[] = {config_dir, NULL};
+        _cleanup_free_ char *error = NULL;
+        HydrateSettings settings;
+        DeviceIdentity id;
+        MatchTarget t;
+        int r;
+
+        r = identity_resolve(sysfs_root(), kernel_name, &id);
+        if (r < 0) {
+                log_error("Cannot look up %s in udev or sysfs: %s", kernel_name, strerror(-r));
+                return -EBS_HYDRATE_EXIT_FAILURE;
+        }
+        if (!id.is_ebs) {
+                log_error("%s is not an EBS volume: its NVMe model and serial name none",
+                          kernel_name);
+                return -EBS_HYDRATE_EXIT_USAGE;
+        }
+        t = (MatchTarget){id.volume_id, id.device_name, id.kernel_name};
+        hydrate_settings_init(&settings);
+        r = config_load(config_dir ? one : defaults, &t, &settings, &error);
+        if (r < 0) {
+                log_error("%s", error ?: "Failed to load the configuration");
+                return -EBS_HYDRATE_EXIT_USAGE;
+        }
+        (void)snprintf(volume_id, EC2_ID_MAX, "%s", id.volume_id);
+        if (!settings.aws) {
+                log_info("%s (%s): Aws=no in the configuration: not asking AWS", id.volume_id,
+                         kernel_name);
+                return 0;
+        }
+        return 1;
 }
 
 /* The IAM action an authorization error names, so that the admin knows what to grant. */
@@ -140,13 +198,15 @@ static int report(const AwsFindings *f, const char *state_dir) {
 }
 
 int main(int argc, char **argv) {
-        enum { ARG_STATE_DIR = 0x100 };
+        enum { ARG_STATE_DIR = 0x100, ARG_CONFIG_DIR };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
+                {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
                 {},
         };
-        const char *state_dir = NULL;
+        const char *state_dir = NULL, *config_dir = NULL, *kernel_name;
+        char volume_id[EC2_ID_MAX];
         AwsFindings f;
         int c, r, k;
 
@@ -159,25 +219,44 @@ int main(int argc, char **argv) {
                 case ARG_STATE_DIR:
                         state_dir = optarg;
                         break;
+                case ARG_CONFIG_DIR:
+                        config_dir = optarg;
+                        break;
                 default:
                         return EBS_HYDRATE_EXIT_USAGE;
                 }
         if (optind != argc - 1) {
-                log_error("Expected one volume id (see --help)");
+                log_error("Expected one volume id or device (see --help)");
                 return EBS_HYDRATE_EXIT_USAGE;
         }
-        if (!volume_id_valid(argv[optind])) {
-                log_error("Invalid volume id '%s': expected vol- and hexadecimal digits",
-                          CESCAPE(argv[optind], SIZE_MAX, 64));
-                return EBS_HYDRATE_EXIT_USAGE;
+        if (startswith(argv[optind], "vol-")) {
+                if (!volume_id_valid(argv[optind])) {
+                        log_error("Invalid volume id '%s': expected vol- and hexadecimal digits",
+                                  CESCAPE(argv[optind], SIZE_MAX, 64));
+                        return EBS_HYDRATE_EXIT_USAGE;
+                }
+                (void)snprintf(volume_id, sizeof(volume_id), "%s", argv[optind]);
+        } else {
+                kernel_name = kernel_name_of(argv[optind]);
+                if (!kernel_name) {
+                        log_error("Invalid argument '%s': expected a volume id (vol-...) or a "
+                                  "device (nvme1n1, /dev/nvme1n1)",
+                                  CESCAPE(argv[optind], SIZE_MAX, 64));
+                        return EBS_HYDRATE_EXIT_USAGE;
+                }
+                r = device_volume(kernel_name, config_dir, volume_id);
+                if (r <= 0)
+                        return -r;
         }
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 log_error("Failed to initialise libcurl");
                 return EBS_HYDRATE_EXIT_FAILURE;
         }
-        findings_init(&f, argv[optind]);
-        r = ask(argv[optind], &f);
+        findings_init(&f, volume_id);
+        r = ask(volume_id, &f);
         curl_global_cleanup();
         k = report(&f, state_dir);
-        return r < 0 || k < 0 ? EBS_HYDRATE_EXIT_FAILURE : EBS_HYDRATE_EXIT_SUCCESS;
+        if (k < 0)
+                return EBS_HYDRATE_EXIT_FAILURE;
+        return r < 0 ? EBS_HYDRATE_EXIT_UNANSWERED : EBS_HYDRATE_EXIT_SUCCESS;
 }

@@ -100,6 +100,13 @@ static inline const char *strempty(const char *s) {
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
+/* What follows @prefix in @s, or NULL when @s does not start with it. */
+static inline const char *startswith(const char *s, const char *prefix) {
+        size_t n = strlen(prefix);
+
+        return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}
+
 static inline bool isempty(const char *s) {
         return !s || !*s;
 }

@@ -9,7 +9,7 @@ set -euo pipefail
 CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
     imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
     throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage
-    state-dir state-dir-error hostile-message)
+    state-dir state-dir-error hostile-message device device-aws-off device-not-ebs)
 . "$(dirname "$0")/../integration/cases.sh"
 
 HELPER=$(realpath "$2")
@@ -145,7 +145,7 @@ case_no_imds() {
     local start=$SECONDS
     RC=0
     env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" "$HELPER" "$VOL" >"$TMP/out" 2>"$TMP/err" || RC=$?
-    expect_rc 1
+    expect_rc 3
     expect_err "instance metadata service at http://169.254.169.254 did not answer"
     [ $((SECONDS - start)) -le 3 ] || fail "giving up on IMDS took $((SECONDS - start)) s"
     [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line on stderr"
@@ -155,14 +155,14 @@ case_no_imds() {
 case_imds_disabled() {
     stub '{}'
     run AWS_EC2_METADATA_DISABLED=true
-    expect_rc 1
+    expect_rc 3
     expect_err "AWS_EC2_METADATA_DISABLED"
 }
 
 case_denied() {
     stub '{"deny": ["DescribeVolumes"], "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
     run "${with_keys[@]}"
-    expect_rc 1
+    expect_rc 3
     expect_err "UnauthorizedOperation"
     expect_err "the instance role needs ec2:DescribeVolumes"
     [ "$(ec2_requests DescribeVolumes)" -eq 1 ] || fail "a denial was retried"
@@ -187,7 +187,7 @@ case_throttled_then_ok() {
 case_throttled_beyond_budget() {
     stub '{"throttle": 1000, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
     run "${with_keys[@]}"
-    expect_rc 1
+    expect_rc 3
     expect_err "RequestLimitExceeded"
     expect_err "(5 attempts; giving up)"
     [ "$(ec2_requests DescribeVolumes)" -eq 5 ] || fail "expected exactly 5 attempts"
@@ -203,14 +203,14 @@ case_server_errors() {
 case_redirect() {
     stub '{"redirect": true, "volumes": {"'$VOL'": {}}}'
     run "${with_keys[@]}"
-    expect_rc 1
+    expect_rc 3
     expect_err "not followed"
 }
 
 case_huge_answer() {
     stub '{"huge": true, "volumes": {"'$VOL'": {}}}'
     run "${with_keys[@]}"
-    expect_rc 1
+    expect_rc 3
     expect_err "sent an answer over 4 MiB"
     [ "$(ec2_requests DescribeVolumes)" -eq 1 ] || fail "a huge answer was asked again"
 }
@@ -218,7 +218,7 @@ case_huge_answer() {
 case_wrong_volume() {
     stub '{"wrong_volume": true, "volumes": {"'$VOL'": {"snapshot": "snap-1"}}}'
     run "${with_keys[@]}"
-    expect_rc 1
+    expect_rc 3
     expect_err "does not hold $VOL"
     ! grep -q '^SOURCE=' "$TMP/out" || fail "findings printed for another volume's answer"
     grep -q "^ERROR=EC2's DescribeVolumes answer does not hold $VOL\$" "$TMP/out" || fail "no ERROR="
@@ -229,7 +229,7 @@ case_bad_endpoint() {
     RC=0
     env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="ftp://127.0.0.1/" "${with_keys[@]}" "$HELPER" "$VOL" \
         >"$TMP/out" 2>"$TMP/err" || RC=$?
-    expect_rc 1
+    expect_rc 3
     expect_err "AWS_ENDPOINT_URL_EC2='ftp://127.0.0.1/' is not an http or https endpoint"
 }
 
@@ -260,11 +260,12 @@ case_state_dir() {
 }
 
 case_state_dir_error() {
-    # AWS could not be asked: the file says why, and the helper fails.
+    # AWS could not be asked: the file says why, and the helper says so by its status (3, which
+    # the unit counts as success: the daemon hydrates as without AWS).
     stub '{"deny": ["DescribeVolumes"], "volumes": {}}'
     mkdir "$TMP/state"
     run "${with_keys[@]}" -- --state-dir "$TMP/state"
-    expect_rc 1
+    expect_rc 3
     grep -q '^ERROR=EC2 answered HTTP 403: UnauthorizedOperation' "$TMP/state/$VOL.aws" ||
         fail "the findings file does not say why"
     ! grep -q '^SOURCE=' "$TMP/state/$VOL.aws" || fail "an error file with a SOURCE="
@@ -282,10 +283,89 @@ case_hostile_message() {
     printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=1\nSOURCE=empty\n' "$VOL" \
         >"$TMP/state/$VOL.aws"
     run "${with_keys[@]}" -- --state-dir "$TMP/state"
-    expect_rc 1
+    expect_rc 3
     grep -qF 'ERROR=EC2 answered HTTP 403: UnauthorizedOperation: no\nSOURCE=empty\ttab' \
         "$TMP/state/$VOL.aws" || fail "the reason is not in the file, escaped"
     ! grep -q '^SOURCE=' "$TMP/state/$VOL.aws" || fail "the old answer outlived the failed ask"
+}
+
+# fake_ebs NAME MODEL SERIAL: a device NAME in a sysfs tree of its own ($TMP/sys), as the
+# helper finds it when udev does not know it (no udevd here).
+fake_ebs() {
+    local d="$TMP/sys/devices/virtual/block/$1"
+    mkdir -p "$d/device" "$TMP/sys/class/block"
+    printf '%-40s' "$2" >"$d/device/model"
+    printf '%-20s' "$3" >"$d/device/serial"
+    ln -s "../../devices/virtual/block/$1" "$TMP/sys/class/block/$1"
+}
+
+# run_device DEVICE [OPTION...]: the helper given a device, not a volume id.
+run_device() {
+    local dev=$1
+    shift
+    RC=0
+    env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" AWS_EC2_METADATA_SERVICE_ENDPOINT="$URL" \
+        EBS_HYDRATE_SYSFS_ROOT="$TMP/sys" "${with_keys[@]}" "$HELPER" --config-dir="$TMP/conf" \
+        --state-dir="$TMP/state" "$@" "$dev" >"$TMP/out" 2>"$TMP/err" || RC=$?
+}
+
+case_device() {
+    # What the unit runs: the kernel name; the volume id comes from the device's identity.
+    stub '{"volumes": {"'$VOL'": {}}}'
+    mkdir "$TMP/state" "$TMP/conf"
+    fake_ebs nvme9n9 'Amazon Elastic Block Store' vol0123456789abcdef0
+    run_device nvme9n9
+    expect_rc 0
+    expect_out "VOLUME_ID=$VOL"
+    expect_out "SOURCE=empty"
+    [ -f "$TMP/state/$VOL.aws" ] || fail "no findings under the volume id"
+    all_signed
+    run_device /dev/nvme9n9
+    expect_rc 0
+    run_device nvme8n8
+    expect_rc 1
+    expect_err "Cannot look up nvme8n8 in udev or sysfs"
+    for bad in ../nvme9n9 /dev/../etc/passwd .hidden ""; do
+        run_device "$bad"
+        expect_rc 2
+        expect_err "expected a volume id (vol-...) or a device"
+    done
+}
+
+case_device_aws_off() {
+    # Aws=no for this device: AWS is not asked at all, and nothing is written.
+    stub '{"volumes": {"'$VOL'": {}}}'
+    mkdir "$TMP/state" "$TMP/conf"
+    fake_ebs nvme9n9 'Amazon Elastic Block Store' vol0123456789abcdef0
+    mkdir "$TMP/conf/hydrate.conf.d"
+    printf '[Match]\nVolumeId=%s\n\n[Hydrate]\nAws=no\n' "$VOL" >"$TMP/conf/hydrate.conf.d/off.conf"
+    run_device nvme9n9
+    expect_rc 0
+    expect_err "$VOL (nvme9n9): Aws=no in the configuration: not asking AWS"
+    [ ! -s "$TMP/log" ] || fail "AWS was asked although Aws=no"
+    [ ! -e "$TMP/state/$VOL.aws" ] || fail "findings written although Aws=no"
+    # another volume's drop-in does not turn it off
+    sed -i 's/^VolumeId=.*/VolumeId=vol-0fffffffffffffff0/' "$TMP/conf/hydrate.conf.d/off.conf"
+    run_device nvme9n9
+    expect_rc 0
+    expect_out "SOURCE=empty"
+    # a configuration that cannot be read: the file and line, and nothing asked
+    printf '[Hydrate]\nAws=maybe\n' >"$TMP/conf/hydrate.conf.d/bad.conf"
+    : >"$TMP/log"
+    run_device nvme9n9
+    expect_rc 2
+    expect_err "bad.conf:2"
+    [ ! -s "$TMP/log" ] || fail "AWS was asked with a broken configuration"
+}
+
+case_device_not_ebs() {
+    stub '{"volumes": {}}'
+    mkdir "$TMP/state" "$TMP/conf"
+    fake_ebs sdz 'QEMU HARDDISK' QM00001
+    run_device sdz
+    expect_rc 2
+    expect_err "sdz is not an EBS volume"
+    [ ! -s "$TMP/log" ] || fail "AWS was asked about a disk that is not EBS"
 }
 
 run_case aws/

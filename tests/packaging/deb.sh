@@ -43,6 +43,7 @@ expected=(
     lib/systemd/system/ebs-hydrate-metrics.service
     lib/systemd/system/ebs-hydrate-metrics.timer
     lib/systemd/system/ebs-hydrate@.service
+    lib/systemd/system/ebs-hydrate-aws@.service
     lib/udev/ebs-hydrate-id
     lib/udev/rules.d/90-ebs-hydrate.rules
     usr/bin/ebs-hydratectl
@@ -50,6 +51,7 @@ expected=(
     usr/lib/systemd/catalog/ebs-hydrate.catalog
     usr/lib/sysusers.d/ebs-hydrate.conf
     usr/sbin/ebs-hydrated
+    usr/sbin/ebs-hydrate-aws
     usr/share/bash-completion/completions/ebs-hydratectl
     usr/share/bash-completion/completions/ebs-hydrated
     usr/share/dbus-1/system.d/org.ebshydrate.Volume1.conf
@@ -58,6 +60,7 @@ expected=(
     usr/share/lintian/overrides/ebs-hydrate
     usr/share/man/man1/ebs-hydratectl.1.gz
     usr/share/man/man5/ebs-hydrate.conf.5.gz
+    usr/share/man/man8/ebs-hydrate-aws.8.gz
     usr/share/man/man8/ebs-hydrate-id.8.gz
     usr/share/man/man8/ebs-hydrated.8.gz
 )
@@ -66,7 +69,7 @@ missing=$(comm -23 <(printf '%s\n' "${expected[@]}" | sort) <(echo "$actual"))
 extra=$(comm -13 <(printf '%s\n' "${expected[@]}" | sort) <(echo "$actual"))
 [[ -z $missing ]] || bad "missing from the package: $(echo $missing)"
 [[ -z $extra ]] || bad "unexpected in the package: $(echo $extra)"
-for f in usr/sbin/ebs-hydrated usr/bin/ebs-hydratectl lib/udev/ebs-hydrate-id; do
+for f in usr/sbin/ebs-hydrated usr/sbin/ebs-hydrate-aws usr/bin/ebs-hydratectl lib/udev/ebs-hydrate-id; do
     [[ -x $work/root/$f ]] || bad "$f is not executable"
 done
 
@@ -74,9 +77,15 @@ grep -q 'IMPORT{program}="/lib/udev/ebs-hydrate-id ' "$work/root/lib/udev/rules.
     bad "the udev rule does not run /lib/udev/ebs-hydrate-id"
 grep -q '^ExecStart=/usr/sbin/ebs-hydrated ' "$work/root/lib/systemd/system/ebs-hydrate@.service" ||
     bad "the unit's ExecStart= is not /usr/sbin/ebs-hydrated"
+grep -q '^ExecStart=/usr/sbin/ebs-hydrate-aws ' "$work/root/lib/systemd/system/ebs-hydrate-aws@.service" ||
+    bad "the AWS unit's ExecStart= is not /usr/sbin/ebs-hydrate-aws"
+grep -q 'SYSTEMD_WANTS}+="ebs-hydrate-aws@%k.service"' "$work/root/lib/udev/rules.d/90-ebs-hydrate.rules" ||
+    bad "the udev rule does not start ebs-hydrate-aws@%k.service"
+grep -q '^u ebs-hydrate-aws ' "$work/root/usr/lib/sysusers.d/ebs-hydrate.conf" ||
+    bad "sysusers.d creates no ebs-hydrate-aws user"
 
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libaio1 libsystemd0 libudev1 libinih1 libjson-c5 zlib1g systemd udev dbus; do
+for lib in libaio1 libsystemd0 libudev1 libinih1 libjson-c5 zlib1g libcurl4 libexpat1 libssl3 systemd udev dbus; do
     re="(^|[ ,])$lib([ ,(]|\$)"
     [[ $depends =~ $re ]] || bad "Depends: lacks $lib ($depends)"
 done
@@ -99,7 +108,7 @@ has prerm "^\s*deb-systemd-invoke stop 'ebs-hydrate@\*\.service'" "stop the runn
 has postrm '^\s*udevadm control --reload' "reload the udev rules after removal"
 has postrm '^\s*systemctl --system daemon-reload' "reload systemd after removal"
 has postrm '^\s*udevadm trigger --action=change' "replay udev events so device units forget the instances"
-has postrm '^\s*rm -rf /var/lib/ebs-hydrate$' "remove the state directory on purge"
+has postrm '^\s*rm -rf /var/lib/ebs-hydrate /var/lib/ebs-hydrate-aws$' "remove the state directories (checkpoints, AWS's findings) on purge"
 has postrm '^\s*rm -f /var/lib/prometheus/node-exporter/ebs-hydrate\.prom$' "remove the metrics file on removal"
 # The metrics timer: enabled and started by the package, stopped on removal (dh_installsystemd).
 has postinst "deb-systemd-helper enable '?ebs-hydrate-metrics\.timer" "enable the metrics timer"

@@ -43,9 +43,11 @@ ok() {
 files=(
     /usr/bin/ebs-hydratectl
     /usr/sbin/ebs-hydrated
+    /usr/sbin/ebs-hydrate-aws
     /usr/lib/udev/ebs-hydrate-id
     /usr/lib/udev/rules.d/90-ebs-hydrate.rules
     /usr/lib/systemd/system/ebs-hydrate@.service
+    /usr/lib/systemd/system/ebs-hydrate-aws@.service
     /usr/lib/systemd/system/ebs-hydrate-metrics.service
     /usr/lib/systemd/system/ebs-hydrate-metrics.timer
     /usr/lib/systemd/system-preset/50-ebs-hydrate.preset
@@ -56,7 +58,8 @@ files=(
     /usr/share/bash-completion/completions/ebs-hydrated
     /usr/lib/ebs-hydrate/hydrate.conf
 )
-man_pages=(man1/ebs-hydratectl.1 man5/ebs-hydrate.conf.5 man8/ebs-hydrated.8 man8/ebs-hydrate-id.8)
+man_pages=(man1/ebs-hydratectl.1 man5/ebs-hydrate.conf.5 man8/ebs-hydrated.8 man8/ebs-hydrate-id.8
+    man8/ebs-hydrate-aws.8)
 man_re() { printf '^/usr/share/man/%s(\\.(gz|xz|bz2|zst))?$' "${1//./\\.}"; }
 listed() { # PATH: is it one of $files?
     local f
@@ -270,7 +273,8 @@ for lib in 'libsystemd\.so\.0' 'libudev\.so\.1' 'libaio\.so\.1' 'libinih\.so\.[0
 done
 # ... and every library that one of the ELF files links (read from the files themselves).
 if command -v readelf >/dev/null; then
-    for f in usr/bin/ebs-hydratectl usr/sbin/ebs-hydrated usr/lib/udev/ebs-hydrate-id; do
+    for f in usr/bin/ebs-hydratectl usr/sbin/ebs-hydrated usr/sbin/ebs-hydrate-aws \
+        usr/lib/udev/ebs-hydrate-id; do
         [ -f "$tmp/x/$f" ] || continue
         for lib in $(readelf -d "$tmp/x/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
             grep -Fq "$lib(" "$tmp/requires" || fail "/$f links $lib, which the package does not require"
