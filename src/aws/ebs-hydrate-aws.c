@@ -28,6 +28,10 @@
 #include "time-util.h"
 #include "util.h"
 
+#define FOLLOW_INTERVAL_SEC 60       /* DescribeVolumeStatus lags up to 5 minutes anyway */
+#define FOLLOW_INTERVAL_MAX_SEC 300  /* after failed asks */
+#define FOLLOW_GIVE_UP_SEC (14 * 60) /* under the daemon's 15 minutes of patience */
+
 static void help(void) {
         printf("Usage: ebs-hydrate-aws [OPTIONS] VOLUME-ID|DEVICE\n"
                "\n"
@@ -41,12 +45,28 @@ static void help(void) {
                "      --state-dir=DIR  also write the findings to DIR/VOLUME-ID.aws, replaced\n"
                "                       whole (an error too, saying why AWS could not be asked)\n"
                "      --config-dir=DIR read the configuration of DEVICE from DIR only\n"
+               "      --follow         while AWS initializes the volume at a provisioned rate,\n"
+               "                       ask again every minute and replace the findings, until\n"
+               "                       it is done\n"
+               "      --interval=SEC   with --follow: ask every SEC seconds (default 60)\n"
                "\n"
                "Credentials and region as the AWS SDKs find them: AWS_ACCESS_KEY_ID,\n"
                "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, then the instance\n"
                "metadata service (IMDSv2). Endpoints: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2,\n"
                "AWS_EC2_METADATA_SERVICE_ENDPOINT; AWS_EC2_METADATA_DISABLED=true turns IMDS off.\n"
                "IAM: ec2:DescribeVolumes and ec2:DescribeVolumeStatus.\n");
+}
+
+static int parse_interval(const char *s, unsigned *ret) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < 1 || v > 3600)
+                return -EINVAL;
+        *ret = (unsigned)v;
+        return 0;
 }
 
 static bool volume_id_valid(const char *s) {
@@ -122,23 +142,51 @@ static void set_text(char *dst, size_t size, const char *why, int r) {
         (void)cescape(dst, size, s, strlen(s));
 }
 
-/* What EC2 said, or why it could not be asked: @f's answer fields or its ERROR=. */
-static int ask(const char *volume_id, AwsFindings *f) {
-        _cleanup_free_ char *why = NULL, *status_why = NULL;
-        AwsConfig c = {};
+/* DescribeVolumeStatus into @f: its fields, or STATUS_ERROR= saying why it could not be had. */
+static int ask_status(AwsConfig *c, const char *volume_id, AwsFindings *f) {
+        _cleanup_free_ char *why = NULL;
         AwsError e = {};
-        Ec2Volume v;
         Ec2VolumeStatus s;
         const char *hint;
         int r;
 
-        r = aws_config_load(&c, &why);
+        r = ec2_describe_volume_status(c, volume_id, &s, &e, &why);
+        f->time_usec = now_usec(CLOCK_REALTIME);
+        if (r < 0) {
+                hint = denied_hint(&e, "ec2:DescribeVolumeStatus");
+                log_warning("%s: %s%s%s", volume_id, why ? why : strerror(-r),
+                            hint ? "; the instance role needs " : "", strempty(hint));
+                set_text(f->status_error, sizeof(f->status_error), why, r);
+                /* what an older answer said is not AWS's word now */
+                f->initialization_state[0] = f->initialization_type[0] = '\0';
+                f->initialization_progress = f->initialization_eta = FINDINGS_UNKNOWN;
+                return r;
+        }
+        f->status_error[0] = '\0';
+        (void)snprintf(f->initialization_state, sizeof(f->initialization_state), "%s",
+                       s.initialization_state);
+        (void)snprintf(f->initialization_type, sizeof(f->initialization_type), "%s",
+                       s.initialization_type);
+        f->initialization_progress = s.progress;
+        f->initialization_eta = s.eta_seconds;
+        return 0;
+}
+
+/* What EC2 said, or why it could not be asked: @f's answer fields or its ERROR=. */
+static int ask(AwsConfig *c, const char *volume_id, AwsFindings *f) {
+        _cleanup_free_ char *why = NULL;
+        AwsError e = {};
+        Ec2Volume v;
+        const char *hint;
+        int r;
+
+        r = aws_config_load(c, &why);
         if (r < 0) {
                 log_error("%s: cannot ask AWS: %s", volume_id, why ? why : strerror(-r));
                 set_text(f->error, sizeof(f->error), why, r);
                 goto out;
         }
-        r = ec2_describe_volume(&c, volume_id, &v, &e, &why);
+        r = ec2_describe_volume(c, volume_id, &v, &e, &why);
         if (r < 0) {
                 hint = denied_hint(&e, "ec2:DescribeVolumes");
                 log_error("%s: %s%s%s", volume_id, why ? why : strerror(-r),
@@ -151,25 +199,60 @@ static int ask(const char *volume_id, AwsFindings *f) {
         f->fast_restored = v.fast_restored;
         f->size_gib = v.size_gib;
         f->initialization_rate = v.initialization_rate;
-        r = ec2_describe_volume_status(&c, volume_id, &s, &e, &status_why);
-        if (r < 0) {
-                hint = denied_hint(&e, "ec2:DescribeVolumeStatus");
-                log_warning("%s: %s%s%s", volume_id, status_why ? status_why : strerror(-r),
-                            hint ? "; the instance role needs " : "", strempty(hint));
-                set_text(f->status_error, sizeof(f->status_error), status_why, r);
-        } else {
-                (void)snprintf(f->initialization_state, sizeof(f->initialization_state), "%s",
-                               s.initialization_state);
-                (void)snprintf(f->initialization_type, sizeof(f->initialization_type), "%s",
-                               s.initialization_type);
-                f->initialization_progress = s.progress;
-                f->initialization_eta = s.eta_seconds;
-        }
-        r = 0;
+        (void)ask_status(c, volume_id, f); /* the origin is known without it */
+        return 0;
 out:
         f->time_usec = now_usec(CLOCK_REALTIME);
-        aws_config_done(&c);
         return r;
+}
+
+/* Whether AWS initializes the volume at a provisioned rate, which the daemon then follows. */
+static bool aws_initializing(const AwsFindings *f) {
+        return !f->error[0] && !f->status_error[0] && f->source == FINDINGS_SOURCE_SNAPSHOT &&
+               f->fast_restored != 1 && streq(f->initialization_state, "initializing") &&
+               streq(f->initialization_type, "provisioned-rate");
+}
+
+static int report(const AwsFindings *f, const char *state_dir);
+
+/*
+ * --follow: while AWS initializes the volume, ask DescribeVolumeStatus again every @interval
+ * seconds and replace the findings with each answer (the daemon takes findings that have not
+ * been renewed for 15 minutes as the helper's silence). A failed ask is tried again later,
+ * the wait doubling up to FOLLOW_INTERVAL_MAX_SEC; after FOLLOW_GIVE_UP_SEC without an answer the
+ * findings say why and the helper gives up. Returns the exit status: success when AWS's
+ * initialization ended (or never ran), "unanswered" when AWS fell silent, failure when the
+ * findings could not be written.
+ */
+static int follow(AwsConfig *c, AwsFindings *f, const char *state_dir, unsigned interval) {
+        uint64_t answered = f->time_usec;
+        unsigned wait = interval;
+
+        while (aws_initializing(f)) {
+                AwsFindings next = *f;
+
+                (void)sleep(wait);
+                if (ask_status(c, f->volume_id, &next) >= 0) {
+                        *f = next;
+                        answered = f->time_usec;
+                        wait = interval;
+                        if (report(f, state_dir) < 0)
+                                return EBS_HYDRATE_EXIT_FAILURE;
+                        continue;
+                }
+                if (next.time_usec - answered >= FOLLOW_GIVE_UP_SEC * USEC_PER_SEC) {
+                        log_error("%s: no answer from AWS for %u minutes: no longer following "
+                                  "its initialization",
+                                  f->volume_id, FOLLOW_GIVE_UP_SEC / 60);
+                        *f = next;
+                        return report(f, state_dir) < 0 ? EBS_HYDRATE_EXIT_FAILURE
+                                                        : EBS_HYDRATE_EXIT_UNANSWERED;
+                }
+                wait = MIN(wait * 2, MAX(interval, FOLLOW_INTERVAL_MAX_SEC));
+        }
+        log_info("%s: AWS's initialization is %s", f->volume_id,
+                 f->initialization_state[0] ? f->initialization_state : "no longer reported");
+        return EBS_HYDRATE_EXIT_SUCCESS;
 }
 
 /* The findings on stdout and, with --state-dir, in <volume>.aws there (an error too: the
@@ -198,13 +281,18 @@ static int report(const AwsFindings *f, const char *state_dir) {
 }
 
 int main(int argc, char **argv) {
-        enum { ARG_STATE_DIR = 0x100, ARG_CONFIG_DIR };
+        enum { ARG_STATE_DIR = 0x100, ARG_CONFIG_DIR, ARG_FOLLOW, ARG_INTERVAL };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"config-dir", required_argument, NULL, ARG_CONFIG_DIR},
+                {"follow", no_argument, NULL, ARG_FOLLOW},
+                {"interval", required_argument, NULL, ARG_INTERVAL},
                 {},
         };
+        bool follow_on = false;
+        unsigned interval = FOLLOW_INTERVAL_SEC;
+        AwsConfig config = {};
         const char *state_dir = NULL, *config_dir = NULL, *kernel_name;
         char volume_id[EC2_ID_MAX];
         AwsFindings f;
@@ -221,6 +309,17 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_CONFIG_DIR:
                         config_dir = optarg;
+                        break;
+                case ARG_FOLLOW:
+                        follow_on = true;
+                        break;
+                case ARG_INTERVAL:
+                        if (parse_interval(optarg, &interval) < 0) {
+                                log_error("Invalid --interval '%s': expected whole seconds, "
+                                          "1 to 3600",
+                                          CESCAPE(optarg, SIZE_MAX, 64));
+                                return EBS_HYDRATE_EXIT_USAGE;
+                        }
                         break;
                 default:
                         return EBS_HYDRATE_EXIT_USAGE;
@@ -253,10 +352,14 @@ int main(int argc, char **argv) {
                 return EBS_HYDRATE_EXIT_FAILURE;
         }
         findings_init(&f, volume_id);
-        r = ask(volume_id, &f);
+        r = ask(&config, volume_id, &f);
+        if (report(&f, state_dir) < 0)
+                k = EBS_HYDRATE_EXIT_FAILURE;
+        else if (r < 0)
+                k = EBS_HYDRATE_EXIT_UNANSWERED;
+        else
+                k = follow_on ? follow(&config, &f, state_dir, interval) : EBS_HYDRATE_EXIT_SUCCESS;
+        aws_config_done(&config);
         curl_global_cleanup();
-        k = report(&f, state_dir);
-        if (k < 0)
-                return EBS_HYDRATE_EXIT_FAILURE;
-        return r < 0 ? EBS_HYDRATE_EXIT_UNANSWERED : EBS_HYDRATE_EXIT_SUCCESS;
+        return k;
 }

@@ -53,6 +53,14 @@ int hydrator_resume(Hydrator *h) {
         return 0;
 }
 
+void hydrator_hold_after(Hydrator *h, PlanStage stage) {
+        if (stage == h->hold_after)
+                return;
+        h->hold_after = stage;
+        if (stage >= _PLAN_STAGE_MAX && h->phase == HYDRATOR_HYDRATING && !h->paused)
+                hydrator_fill(h); /* the stages after it are read again */
+}
+
 void hydrator_stop(Hydrator *h) {
         hydrator_finish(h, HYDRATOR_STOPPED, 0);
 }
@@ -69,6 +77,7 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
                 .run_bytes = h->run_bytes,
                 .run_usec = h->run_start_usec > 0 ? hydrator_now_usec() - h->run_start_usec : 0,
                 .paused = h->paused,
+                .hold_after = h->hold_after,
                 .rate_limit = h->settings.rate_limit,
                 .request_bytes = hydrator_request_bytes(h),
                 .depth = h->tuner.depth,

@@ -48,10 +48,11 @@ struct Hydrator {
         bool unsaved;                       /* the last checkpoint could not be written */
         bool size_changed;                  /* the device's size is not the state's any more */
         uint64_t chunks_per_request;
-        PlanStage stage;  /* the stage being planned */
-        uint64_t cursor;  /* next chunk of that stage to plan */
-        Ahead ahead;      /* read before the stages: what the discovery reads next */
-        DepthTuner tuner; /* how many reads to keep in flight; tuner.max = reader slots */
+        PlanStage stage;      /* the stage being planned */
+        PlanStage hold_after; /* no stage after this one is read (hydrator_hold_after()) */
+        uint64_t cursor;      /* next chunk of that stage to plan */
+        Ahead ahead;          /* read before the stages: what the discovery reads next */
+        DepthTuner tuner;     /* how many reads to keep in flight; tuner.max = reader slots */
 
         Retry *retries;
         size_t n_retries;

@@ -40,6 +40,7 @@ int hydrator_new(Hydrator **ret, sd_event *event, const BlockDevice *dev, const 
         if (!h)
                 return -ENOMEM;
         h->event = sd_event_ref(event);
+        h->hold_after = _PLAN_STAGE_MAX;
         h->dev = dev;
         h->state_dir_fd = state_dir_fd;
         h->settings = *settings;
@@ -262,11 +263,12 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
         hydrator_fill(h);
 }
 
-/* Finds the next run of chunks to read, moving on to the next stage when one is planned out. */
+/* Finds the next run of chunks to read, moving on to the next stage when one is planned out;
+ * never past the stage reading is held after. */
 static bool next_run(Hydrator *h, uint64_t *ret_first, uint64_t *ret_count) {
         ChunkMap *m = h->state->map;
 
-        while (h->stage <= h->plan->last) {
+        while (h->stage <= MIN(h->plan->last, h->hold_after)) {
                 if (plan_next(h->plan, m, h->stage, h->cursor, h->chunks_per_request, ret_first,
                               ret_count) == 0) {
                         h->cursor = *ret_first; /* nothing of this stage before it is left */

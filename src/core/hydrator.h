@@ -73,6 +73,7 @@ typedef struct HydratorStatus {
         uint64_t run_bytes;            /* bytes read by this run */
         uint64_t run_usec;             /* duration of this run so far */
         bool paused;                   /* HYDRATING, but no new reads until resumed */
+        PlanStage hold_after;          /* no stage after it is read; _PLAN_STAGE_MAX: none held */
         uint64_t rate_limit;           /* bytes/s, 0 = unlimited */
         uint64_t request_bytes;        /* size of each read */
         unsigned depth;                /* reads kept in flight now */
@@ -175,6 +176,13 @@ void hydrator_stop(Hydrator *h);
 int hydrator_pause(Hydrator *h);
 /* hydrator_resume() - undo hydrator_pause(). -ESTALE unless HYDRATING. */
 int hydrator_resume(Hydrator *h);
+/*
+ * hydrator_hold_after() - read no stage after @stage (reads in flight complete and count), until
+ * called again with _PLAN_STAGE_MAX: AWS initializes the volume, and reading what the workload
+ * needs first (metadata, hot paths) is all that is worth our reads. The run does not finish
+ * while stages are held back; the ahead reads of the file-system discovery go on.
+ */
+void hydrator_hold_after(Hydrator *h, PlanStage stage);
 /* hydrator_set_rate_limit() - bytes per second from now on, 0 = unlimited. */
 void hydrator_set_rate_limit(Hydrator *h, uint64_t bytes_per_second);
 

@@ -4,7 +4,10 @@
  * directory: looked at when the run starts and once a second after (the file is replaced
  * whole, and the directory may appear only after us), never waited for. When it says nothing
  * is cold (created empty, fast snapshot restore, AWS's initialization completed) the run
- * completes without reading more; otherwise it is said once in the journal and the run goes on.
+ * completes without reading more. When AWS initializes the volume itself (a provisioned rate) the
+ * run reads the metadata and hot paths, then follows AWS (hydrator_hold_after()) until AWS says
+ * it is done, or goes back to reading when AWS cannot be heard. Otherwise it is said once in the
+ * journal and the run goes on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,8 +24,11 @@
 #include "log.h"
 #include "manager-internal.h"
 #include "report.h"
+#include "time-util.h"
 
 #define AWS_CHECK_INTERVAL_USEC (1 * USEC_PER_SEC)
+#define AWS_FOLLOW_STALE_USEC (15 * 60 * USEC_PER_SEC)
+#define AWS_FOLLOW_STALE_WORDS "15 minutes"
 
 /* $EBS_HYDRATE_AWS_DIR (tests, another layout), else the helper's state directory. */
 static const char *findings_dir(void) {
@@ -55,8 +61,35 @@ static bool findings_changed(Manager *run, int dir_fd) {
         return true;
 }
 
-int manager_aws_check(Manager *run) {
+/* No stage after the hot paths is read: AWS fetches the rest. */
+static void follow(Manager *run) {
         char line[REPORT_LINE_MAX];
+
+        if (!run->aws_following)
+                log_info("%s", report_aws_following(line, sizeof(line), run->key, &run->aws));
+        run->aws_following = true;
+        hydrator_hold_after(run->hydrator, PLAN_STAGE_HOT);
+}
+
+/* AWS no longer initializes the volume, or cannot be heard: it is ours to read again. */
+static void unfollow(Manager *run, const char *why) {
+        if (!run->aws_following)
+                return;
+        log_warning("%s: no longer following AWS's initialization (%s): hydrating", run->key, why);
+        run->aws_following = false;
+        hydrator_hold_after(run->hydrator, _PLAN_STAGE_MAX);
+}
+
+/* The helper rewrites its findings at every answer while AWS initializes the volume: findings
+ * older than this say the helper stopped asking, and the run does not wait on them for ever. */
+static bool findings_stale(const AwsFindings *f) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+
+        return f->time_usec + AWS_FOLLOW_STALE_USEC < now;
+}
+
+int manager_aws_check(Manager *run) {
+        char line[REPORT_LINE_MAX], why[REPORT_LINE_MAX];
         _cleanup_close_ int dir_fd = -1;
         AwsFindings f;
         const char *reason;
@@ -64,6 +97,8 @@ int manager_aws_check(Manager *run) {
 
         if (!run->settings->aws || run->aws_reason)
                 return 0;
+        if (run->aws_following && findings_stale(&run->aws))
+                unfollow(run, "no word from ebs-hydrate-aws for " AWS_FOLLOW_STALE_WORDS);
         dir_fd = open(findings_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir_fd < 0 || !findings_changed(run, dir_fd))
                 return 0;
@@ -76,21 +111,47 @@ int manager_aws_check(Manager *run) {
                             r == -EPERM
                                     ? "owned by another user than root and " EBS_HYDRATE_AWS_USER
                                     : "not a valid findings file");
+                unfollow(run, "its findings cannot be believed");
                 return 0;
         }
+        run->aws = f;
+        run->aws_known = true;
         reason = report_aws_nothing_cold(run->aws_reason_buf, sizeof(run->aws_reason_buf), &f);
-        if (!reason) {
-                log_info("%s", report_aws_noted(line, sizeof(line), run->key, &f));
+        if (reason) {
+                r = hydrator_complete_without_reading(run->hydrator);
+                if (r == -ESTALE) /* the run ended meanwhile: what it says stands */
+                        return 0;
+                if (r < 0)
+                        return log_error_errno(r,
+                                               "%s: AWS says %s, but the checkpoint cannot say "
+                                               "so: %m",
+                                               run->key, reason);
+                run->aws_reason = reason;
+                return 1;
+        }
+        if (report_aws_initializing(&f) && !findings_stale(&f)) {
+                follow(run);
                 return 0;
         }
-        r = hydrator_complete_without_reading(run->hydrator);
-        if (r == -ESTALE) /* the run ended meanwhile: what it says stands */
+        if (run->aws_following) {
+                if (f.error[0])
+                        (void)snprintf(why, sizeof(why), "AWS could not be asked: %s", f.error);
+                else if (f.status_error[0])
+                        (void)snprintf(why, sizeof(why), "its status could not be had: %s",
+                                       f.status_error);
+                else if (findings_stale(&f))
+                        (void)snprintf(why, sizeof(why),
+                                       "AWS's answer is older than " AWS_FOLLOW_STALE_WORDS);
+                else
+                        (void)snprintf(why, sizeof(why), "its initialization is %s%s%s",
+                                       f.initialization_state[0] ? f.initialization_state
+                                                                 : "not reported",
+                                       f.initialization_type[0] ? ", " : "", f.initialization_type);
+                unfollow(run, why);
                 return 0;
-        if (r < 0)
-                return log_error_errno(r, "%s: AWS says %s, but the checkpoint cannot say so: %m",
-                                       run->key, reason);
-        run->aws_reason = reason;
-        return 1;
+        }
+        log_info("%s", report_aws_noted(line, sizeof(line), run->key, &f));
+        return 0;
 }
 
 static int on_aws_timer(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -55,6 +55,9 @@ typedef struct Manager {
         struct timespec aws_mtime;
         off_t aws_size;
         const char *aws_reason; /* set: AWS said nothing is cold, and the run completed */
+        AwsFindings aws;        /* what the findings file said last; aws_known: it said it */
+        bool aws_known;
+        bool aws_following; /* AWS initializes the volume: no stage after the hot paths read */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
 } Manager;
 

@@ -165,6 +165,9 @@ void manager_notify_status(Manager *run) {
                                           st.in_flight > 0 || st.phase == HYDRATOR_HYDRATING
                                                   ? st.stalled_usec
                                                   : 0));
+        else if (run->aws_following && st.phase == HYDRATOR_HYDRATING &&
+                 st.plan.current > st.hold_after)
+                report_aws_status(line, sizeof(line), run->key, &run->aws);
         else
                 report_status(line, sizeof(line), &st);
         (void)sd_notifyf(false, "STATUS=%s", line);

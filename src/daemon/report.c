@@ -41,6 +41,51 @@ const char *report_aws_nothing_cold(char *buf, size_t size, const AwsFindings *f
         return buf;
 }
 
+bool report_aws_initializing(const AwsFindings *f) {
+        return !f->error[0] && !f->status_error[0] && f->source == FINDINGS_SOURCE_SNAPSHOT &&
+               f->fast_restored != 1 && streq(f->initialization_state, "initializing") &&
+               streq(f->initialization_type, "provisioned-rate");
+}
+
+/* "provisioned rate 300 MiB/s: 42%, about 30min left" (what is known of it). */
+static size_t aws_progress(char *buf, size_t size, const AwsFindings *f) {
+        char eta[FORMAT_DURATION_MAX];
+        size_t n = (size_t)snprintf(buf, size, "provisioned rate");
+
+        if (n < size && f->initialization_rate > 0)
+                n += (size_t)snprintf(buf + n, size - n, " %" PRId64 " MiB/s",
+                                      f->initialization_rate);
+        if (n < size && f->initialization_progress != FINDINGS_UNKNOWN)
+                n += (size_t)snprintf(buf + n, size - n, ", %" PRId64 "%%",
+                                      f->initialization_progress);
+        if (n < size && f->initialization_eta != FINDINGS_UNKNOWN)
+                n += (size_t)snprintf(
+                        buf + n, size - n, ", about %s left",
+                        format_duration(eta, sizeof(eta), (uint64_t)f->initialization_eta));
+        return MIN(n, size);
+}
+
+char *report_aws_following(char *buf, size_t size, const char *key, const AwsFindings *f) {
+        char what[REPORT_LINE_MAX];
+
+        (void)aws_progress(what, sizeof(what), f);
+        (void)snprintf(buf, size,
+                       "%s: AWS initializes the volume (%s): reading its metadata and hot paths "
+                       "only, then following AWS",
+                       key, what);
+        return buf;
+}
+
+char *report_aws_status(char *buf, size_t size, const char *key, const AwsFindings *f) {
+        char what[REPORT_LINE_MAX];
+
+        (void)aws_progress(what, sizeof(what), f);
+        (void)snprintf(buf, size,
+                       "%s: following AWS's initialization (%s); metadata and hot paths read", key,
+                       what);
+        return buf;
+}
+
 char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFindings *f) {
         char eta[FORMAT_DURATION_MAX];
         size_t n;

@@ -109,6 +109,16 @@ uint64_t report_cold_free_bytes(const HydratorStatus *st);
  * report_aws_completed(): "vol-...: complete without reading: <reason> (AWS)".
  */
 const char *report_aws_nothing_cold(char *buf, size_t size, const AwsFindings *f);
+/*
+ * report_aws_initializing() - whether AWS itself initializes the volume (a provisioned rate,
+ * initializing): then only metadata and hot paths are worth our reads. report_aws_following():
+ * the journal's line when the run starts following AWS; report_aws_status(): STATUS= while it
+ * follows ("vol-...: following AWS's initialization (provisioned rate 300 MiB/s): 42%, about
+ * 30min left; metadata and hot paths read").
+ */
+bool report_aws_initializing(const AwsFindings *f);
+char *report_aws_following(char *buf, size_t size, const char *key, const AwsFindings *f);
+char *report_aws_status(char *buf, size_t size, const char *key, const AwsFindings *f);
 char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFindings *f);
 char *report_aws_completed(char *buf, size_t size, const char *key, const char *reason);
 

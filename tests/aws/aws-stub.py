@@ -11,7 +11,10 @@ gets AWS's SignatureDoesNotMatch. The scenario (JSON) may hold:
   imds: false                 no IMDS at all (404 everywhere under /latest)
   role, region                the instance's role and region (default "ebs-hydrate", "us-east-1")
   credentials_ttl             seconds the role's credentials live (default 3600)
-  volumes: {id: {snapshot, fast_restored, init_rate, init_state, init_type, progress, eta}}
+  volumes: {id: {snapshot, fast_restored, init_rate, init_state, init_type, progress, eta,
+                 progress_step}}
+                              progress_step: each DescribeVolumeStatus after the first adds this
+                              to progress (eta shrinks in step); at 100 init_state is "completed"
   deny: [Action, ...]         these actions answer UnauthorizedOperation (with deny_message)
   throttle: N                 the first N EC2 requests answer 503 RequestLimitExceeded
   fail500: N                  the first N EC2 requests answer 500 InternalError
@@ -60,6 +63,23 @@ def volume_xml(vid, v):
             f"<createTime>2026-11-26T10:00:00.000Z</createTime><attachmentSet><item><volumeId>{vid}"
             "</volumeId><instanceId>i-0123</instanceId><device>/dev/sdf</device><status>attached"
             f"</status></item></attachmentSet><volumeType>gp3</volumeType>{extra}</item>")
+
+
+def advance(v):
+    """AWS's initialization moves on by progress_step at each ask after the first."""
+    if "progress_step" not in v or v.get("init_state") != "initializing":
+        return
+    with lock:
+        v["asked"] = v.get("asked", 0) + 1
+        if v["asked"] == 1:
+            return
+        before = v.get("progress", 0)
+        v["progress"] = min(100, before + v["progress_step"])
+        if "eta" in v and before < 100:
+            v["eta"] = int(v["eta"] * (100 - v["progress"]) / (100 - before))
+        if v["progress"] >= 100:
+            v["init_state"] = "completed"
+            v.pop("eta", None)
 
 
 def status_xml(vid, v):
@@ -195,6 +215,7 @@ class Handler(BaseHTTPRequestHandler):
                              f"</requestId><volumeSet>{volume_xml(shown, volumes[vid])}</volumeSet>"
                              "</DescribeVolumesResponse>")
         if action == "DescribeVolumeStatus":
+            advance(volumes[vid])
             return self.send(200, f"<DescribeVolumeStatusResponse {NS}><requestId>{uuid.uuid4()}"
                              f"</requestId><volumeStatusSet>{status_xml(shown, volumes[vid])}"
                              "</volumeStatusSet></DescribeVolumeStatusResponse>")

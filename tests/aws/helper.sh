@@ -9,7 +9,7 @@ set -euo pipefail
 CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
     imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
     throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage
-    state-dir state-dir-error hostile-message device device-aws-off device-not-ebs)
+    state-dir state-dir-error hostile-message device device-aws-off device-not-ebs follow follow-nothing)
 . "$(dirname "$0")/../integration/cases.sh"
 
 HELPER=$(realpath "$2")
@@ -287,6 +287,37 @@ case_hostile_message() {
     grep -qF 'ERROR=EC2 answered HTTP 403: UnauthorizedOperation: no\nSOURCE=empty\ttab' \
         "$TMP/state/$VOL.aws" || fail "the reason is not in the file, escaped"
     ! grep -q '^SOURCE=' "$TMP/state/$VOL.aws" || fail "the old answer outlived the failed ask"
+}
+
+case_follow() {
+    # AWS initializes at a provisioned rate: asked again every second (--interval=1) until it
+    # is done, the findings replaced at each answer; the status alone is asked again.
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-1", "init_rate": 300, "init_state": "initializing",
+        "init_type": "provisioned-rate", "progress": 40, "eta": 600, "progress_step": 30}}}'
+    mkdir "$TMP/state"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state" --follow --interval=1
+    expect_rc 0
+    for p in 40 70 100; do
+        expect_out "INITIALIZATION_PROGRESS=$p"
+    done
+    expect_out "INITIALIZATION_ETA_SECONDS=300"
+    grep -qx 'INITIALIZATION_STATE=completed' "$TMP/state/$VOL.aws" || fail "the file does not end completed"
+    [ "$(ec2_requests DescribeVolumeStatus)" -eq 3 ] || fail "DescribeVolumeStatus asked $(ec2_requests DescribeVolumeStatus) times, expected 3"
+    [ "$(ec2_requests DescribeVolumes)" -eq 1 ] || fail "DescribeVolumes asked again while following"
+    expect_err "$VOL: AWS's initialization is completed"
+    all_signed
+    run "${with_keys[@]}" -- --follow --interval=0
+    expect_rc 2
+    expect_err "Invalid --interval '0'"
+}
+
+case_follow_nothing() {
+    # Nothing to follow (a plain restore, an empty volume): one answer, and done at once.
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-1", "init_state": "initializing",
+        "init_type": "default", "progress_step": 50}}}'
+    run "${with_keys[@]}" -- --follow --interval=1
+    expect_rc 0
+    [ "$(ec2_requests DescribeVolumeStatus)" -eq 1 ] || fail "a default initialization was followed"
 }
 
 # fake_ebs NAME MODEL SERIAL: a device NAME in a sysfs tree of its own ($TMP/sys), as the

@@ -7,7 +7,7 @@
 # helper against the stand-in (tests/aws/aws-stub.py) in a network namespace with only loopback.
 # Usage: aws.sh CASE PATH-TO-ebs-hydrated PATH-TO-ebs-hydrate-aws
 CASES=(empty-at-start fast-restored-mid-run snapshot-noted aws-error-noted planted-ignored
-       aws-off helper-to-daemon)
+       aws-off helper-to-daemon provisioned-follows follow-released helper-follows)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -30,8 +30,8 @@ hydrate() {
 
 # findings LINES...: <KEY>.aws with the version, the volume and a time, then LINES.
 findings() {
-    { printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=1\n' "$KEY"; printf '%s\n' "$@"; } \
-        >"$EBS_HYDRATE_AWS_DIR/tmp.aws"
+    { printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=%s\n' "$KEY" "${TIME_USEC:-1}"
+      printf '%s\n' "$@"; } >"$EBS_HYDRATE_AWS_DIR/tmp.aws"
     mv "$EBS_HYDRATE_AWS_DIR/tmp.aws" "$EBS_HYDRATE_AWS_DIR/$KEY.aws"
 }
 
@@ -153,6 +153,134 @@ case_helper_to_daemon() {
     out=$(hydrate "$dev") || fail "run exited $?"
     assert_contains "$out" "complete without reading: created empty: nothing to hydrate (AWS)" \
         "the daemon acted on the helper's findings"
+}
+
+# make_ext4 SIZE: a read-only loop device over a fresh ext4 (every inode table written), so that
+# the plan has metadata to read first and used and free blocks after it.
+make_ext4() {
+    local img
+    img=$(mktemp "$WORK/img.XXXXXX")
+    truncate -s "$1" "$img"
+    mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img"
+    losetup -f --show --direct-io=on --read-only "$img"
+}
+
+now_usec() { echo $(($(date +%s%N) / 1000)); }
+
+INITIALIZING=(SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no INITIALIZATION_RATE_MIBPS=300
+    INITIALIZATION_STATE=initializing INITIALIZATION_TYPE=provisioned-rate)
+
+said() { grep -qF "$1" "$WORK/err"; }
+sectors_settled() { # DEV SECONDS: the count does not move for that long; prints it
+    local a b
+    a=$(sectors_read "$1")
+    sleep "$2"
+    b=$(sectors_read "$1")
+    [ "$a" -eq "$b" ] && echo "$b"
+}
+
+case_provisioned_follows() {
+    # AWS initializes the volume: the metadata is read, then nothing, STATUS= shows AWS's
+    # progress; the run completes when AWS says it is done.
+    local dev before total read pid rc=0 out
+    command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 missing"
+    dev=$(make_ext4 256M)
+    total=$(device_sectors "$dev")
+    TIME_USEC=$(now_usec) findings "${INITIALIZING[@]}" INITIALIZATION_PROGRESS=10 \
+        INITIALIZATION_ETA_SECONDS=1200
+    before=$(sectors_read "$dev")
+    python3 "$(dirname "$0")/notify-listener.py" "$WORK/notify.sock" "$WORK/notify.log" 60 \
+        >/dev/null 2>&1 &
+    LISTENER=$!
+    for _ in $(seq 50); do [ -S "$WORK/notify.sock" ] && break; sleep 0.1; done
+    NOTIFY_SOCKET="$WORK/notify.sock" hydrate --rate-limit=32M "$dev" >"$WORK/out" 2>"$WORK/err" &
+    pid=$!
+    wait_for 10 said "$KEY: AWS initializes the volume (provisioned rate 300 MiB/s, 10%, about 20 min left): reading its metadata and hot paths only, then following AWS" ||
+        fail "no line saying it follows AWS: $(cat "$WORK/err")"
+    wait_for 20 sectors_settled "$dev" 2 >/dev/null || fail "the reads did not stop"
+    read=$(($(sectors_read "$dev") - before))
+    echo "read $read of $total sectors while following AWS"
+    assert_le "$read" $((total / 8)) "sectors read (the metadata only)"
+    kill -0 "$pid" || fail "the run ended while AWS still initializes"
+    wait_for 5 grep -qF "STATUS=$KEY: following AWS's initialization (provisioned rate 300 MiB/s, 10%, about 20 min left); metadata and hot paths read" "$WORK/notify.log" ||
+        fail "STATUS= does not show AWS's progress: $(tail -3 "$WORK/notify.log")"
+    TIME_USEC=$(now_usec) findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no \
+        INITIALIZATION_STATE=completed INITIALIZATION_TYPE=provisioned-rate INITIALIZATION_PROGRESS=100
+    wait_for 5 gone "$pid" || fail "the run did not end within 5 s of AWS's completion"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 0 "exit status"
+    out=$(cat "$WORK/out")
+    assert_contains "$out" "$KEY: complete without reading: AWS completed its initialization (provisioned-rate) (AWS)" "summary"
+    kill "$LISTENER"
+    assert_eq "$(($(sectors_read "$dev") - before))" "$read" "sectors read after AWS's word"
+    out=$(hydrate "$dev") || fail "second run exited $?"
+    assert_contains "$out" "already hydrated" "second run"
+}
+
+case_follow_released() {
+    # While it follows, AWS can no longer be heard: the run reads the rest itself. Findings too
+    # old to be the helper's latest are not followed at all.
+    local dev before total pid rc=0 out
+    command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 missing"
+    dev=$(make_ext4 128M)
+    total=$(device_sectors "$dev")
+    TIME_USEC=$(now_usec) findings "${INITIALIZING[@]}" INITIALIZATION_PROGRESS=10
+    before=$(sectors_read "$dev")
+    hydrate "$dev" >"$WORK/out" 2>"$WORK/err" &
+    pid=$!
+    wait_for 10 said "then following AWS" || fail "it did not follow AWS: $(cat "$WORK/err")"
+    wait_for 20 sectors_settled "$dev" 1 >/dev/null || fail "the reads did not stop"
+    TIME_USEC=$(now_usec) findings "${INITIALIZING[@]}" \
+        "STATUS_ERROR=EC2 answered HTTP 503: RequestLimitExceeded: Request limit exceeded."
+    wait_for 30 gone "$pid" || fail "the run did not hydrate the rest: $(cat "$WORK/err")"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 0 "exit status"
+    assert_contains "$(cat "$WORK/err")" "$KEY: no longer following AWS's initialization (its status could not be had: EC2 answered HTTP 503: RequestLimitExceeded: Request limit exceeded.): hydrating" "the line"
+    assert_contains "$(cat "$WORK/out")" "$KEY: hydrated" "summary"
+    assert_le "$total" "$(($(sectors_read "$dev") - before))" "sectors read (all of it)"
+
+    # 20 minutes old: the helper stopped asking long ago; the run hydrates as without AWS.
+    rm -f "$STATE/$KEY.state"
+    TIME_USEC=$(($(now_usec) - 20 * 60 * 1000000)) findings "${INITIALIZING[@]}"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run with stale findings exited $?"
+    assert_contains "$out" "$KEY: hydrated" "stale findings"
+    assert_not_contains "$(cat "$WORK/err")" "following AWS" "stale findings"
+}
+
+# End to end: the helper follows the stand-in's provisioned-rate initialization (one ask a
+# second) while the daemon reads the metadata, then waits; AWS's completion ends the run.
+case_helper_follows() {
+    local dev pid hpid rc=0 out
+    command -v unshare >/dev/null && unshare --net true 2>/dev/null || skip "no network namespace"
+    command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 missing"
+    dev=$(make_ext4 128M)
+    echo '{"volumes": {"'$KEY'": {"snapshot": "snap-1", "init_rate": 300,
+        "init_state": "initializing", "init_type": "provisioned-rate", "progress": 0,
+        "eta": 90, "progress_step": 25}}}' >"$WORK/scenario.json"
+    # 8 MiB/s: the whole device would take 16 s, the helper's first answer well under 1 s.
+    hydrate --rate-limit=8M "$dev" >"$WORK/out" 2>"$WORK/err" &
+    pid=$!
+    unshare --net bash -c '
+        ip link set lo up
+        '"$(dirname "$0")"'/../aws/aws-stub.py "$1" "$2" "$3" &
+        stub=$!
+        for _ in $(seq 100); do [ -s "$2" ] && break; sleep 0.05; done
+        url=http://127.0.0.1:$(cat "$2")
+        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
+            AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1 \
+            "$4" --state-dir="$5" --follow --interval=2 "$6" >/dev/null 2>"$7"
+        rc=$?
+        kill $stub
+        exit $rc' _ "$WORK/scenario.json" "$WORK/port" "$WORK/stub.log" "$HELPER" \
+        "$EBS_HYDRATE_AWS_DIR" "$KEY" "$WORK/helper.err" &
+    hpid=$!
+    wait "$hpid" || fail "the helper exited $?: $(cat "$WORK/helper.err")"
+    wait_for 5 gone "$pid" || fail "the run did not end within 5 s of AWS's completion"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 0 "exit status"
+    assert_contains "$(cat "$WORK/err")" "then following AWS" "it followed"
+    assert_contains "$(cat "$WORK/out")" "complete without reading: AWS completed its initialization (provisioned-rate) (AWS)" "summary"
+    [ "$(grep -c '"DescribeVolumeStatus"' "$WORK/stub.log")" -eq 5 ] || fail "the helper asked $(grep -c '"DescribeVolumeStatus"' "$WORK/stub.log") times, expected 5"
 }
 
 run_case

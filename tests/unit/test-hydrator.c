@@ -867,6 +867,39 @@ static void test_hydrator_hot_pending(void **state) {
         assert_false(read_twice());
 }
 
+/* AWS initializes the volume: the metadata and the hot paths are read, then nothing, and the run
+ * does not end; released, the rest is read, nothing twice. */
+static void test_hydrator_hold_after(void **state) {
+        Fixture *f = *state;
+        FsRange ranges[5];
+        FsLayout l = layout_16m(ranges);
+        ByteRange hot[] = {{14 * MIB, MIB}};
+
+        start(f, 16 * MIB, MIB, 4, 0); /* no layout yet: 0-4 MiB in flight */
+        assert_int_equal(status(f).hold_after, _PLAN_STAGE_MAX);
+        hydrator_hold_after(f->h, PLAN_STAGE_HOT);
+        assert_int_equal(status(f).hold_after, PLAN_STAGE_HOT);
+        assert_int_equal(hydrator_set_layout(f->h, &l, hot, 1, _PLAN_STAGE_MAX), 0);
+        complete_all(0);
+        assert_int_equal(n_submitted, 6);
+        assert_true(was_submitted(4, 10 * MIB, MIB, 0)); /* the metadata */
+        assert_true(was_submitted(4, 14 * MIB, MIB, 0)); /* the hot path */
+        complete_all(0);
+        advance(10 * USEC_PER_SEC);
+        assert_int_equal(n_submitted, 6);
+        assert_int_equal(status(f).in_flight, 0);
+        assert_int_equal(status(f).plan.current, PLAN_STAGE_USED);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+
+        hydrator_hold_after(f->h, _PLAN_STAGE_MAX);
+        assert_true(n_submitted > 6);
+        for (unsigned i = 0; i < 16 && phase(f) == HYDRATOR_HYDRATING; i++)
+                complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_int_equal(status(f).done_bytes, 16 * MIB);
+        assert_false(read_twice());
+}
+
 /* The daemon's way: the layout comes by chunk, and the plan takes its chunk kinds over, so the
  * hot paths join that plan (hydrator_add_hot_paths()) instead of a new plan from the layout,
  * which has none left. The metadata and free space it knew stay known. */
@@ -950,6 +983,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_rate_burst, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_stall, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_pause_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_hold_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_interval, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
