@@ -34,6 +34,12 @@
 #define HYDRATE_BUS_PROP_PHASE "Phase"                  /* s */
 #define HYDRATE_BUS_PROP_PHASE_PROGRESS "PhaseProgress" /* a(stt) */
 #define HYDRATE_BUS_PROP_YIELDING "Yielding"            /* b */
+/* What AWS said of the volume (ebs-hydrate/findings.h): an EBS_HYDRATE_AWS_* word, "" when
+ * nothing is known; the snapshot; AWS's own initialization, -1 when unknown. */
+#define HYDRATE_BUS_PROP_AWS "Aws"                       /* s */
+#define HYDRATE_BUS_PROP_AWS_SNAPSHOT_ID "AwsSnapshotId" /* s */
+#define HYDRATE_BUS_PROP_AWS_PROGRESS "AwsProgress"      /* x: percent */
+#define HYDRATE_BUS_PROP_AWS_ETA_SECONDS "AwsEtaSeconds" /* x */
 
 /* Methods (root only, the daemon checks the caller). */
 #define HYDRATE_BUS_METHOD_PAUSE "Pause"

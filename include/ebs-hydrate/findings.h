@@ -32,4 +32,13 @@
 #define EBS_HYDRATE_SOURCE_SNAPSHOT "snapshot" /* created from SNAPSHOT_ID */
 #define EBS_HYDRATE_SOURCE_EMPTY "empty"       /* created empty: nothing is cold */
 
+/* What the findings mean for the hydration, in one word: the volume record's AWS=, the D-Bus
+ * property Aws, ebs-hydratectl's AWS column, JSON and metrics. */
+#define EBS_HYDRATE_AWS_EMPTY "empty"                 /* created empty: nothing to hydrate */
+#define EBS_HYDRATE_AWS_FAST_RESTORED "fast-restored" /* nothing is cold */
+#define EBS_HYDRATE_AWS_INITIALIZED "initialized"     /* AWS's initialization completed */
+#define EBS_HYDRATE_AWS_INITIALIZING "initializing"   /* AWS initializes it: ebs-hydrated follows */
+#define EBS_HYDRATE_AWS_SNAPSHOT "snapshot"           /* restored from a snapshot: hydrated */
+#define EBS_HYDRATE_AWS_UNAVAILABLE "unavailable"     /* AWS could not be asked (ERROR=) */
+
 #endif

@@ -23,6 +23,11 @@
         "ebs_hydrate_volume_phase" /* label "phase": EBS_HYDRATE_PHASE_* \
                                     */
 
+/* What AWS said (ebs-hydrate/findings.h), only for volumes AWS said something of: a state set
+ * over the EBS_HYDRATE_AWS_* words, and AWS's own initialization in percent where it gives one. */
+#define EBS_HYDRATE_METRIC_AWS "ebs_hydrate_volume_aws"
+#define EBS_HYDRATE_METRIC_AWS_PROGRESS "ebs_hydrate_volume_aws_initialization_percent"
+#define EBS_HYDRATE_METRIC_LABEL_AWS "aws"
 #define EBS_HYDRATE_METRIC_LABEL_VOLUME_ID "volume_id"
 #define EBS_HYDRATE_METRIC_LABEL_DEVICE "device"
 #define EBS_HYDRATE_METRIC_LABEL_DEVICE_NAME "device_name"

@@ -25,5 +25,10 @@
 #define EBS_HYDRATE_RECORD_DISKSEQ "DISKSEQ"                 /* the disk's diskseq, or 0 */
 #define EBS_HYDRATE_RECORD_PID "PID"                         /* the writer */
 #define EBS_HYDRATE_RECORD_START_TIME "START_TIME" /* the writer's start time, proc(5) field 22 */
+/* What AWS said (ebs-hydrate/findings.h), when the run has findings: */
+#define EBS_HYDRATE_RECORD_AWS "AWS"                         /* EBS_HYDRATE_AWS_* */
+#define EBS_HYDRATE_RECORD_AWS_SNAPSHOT_ID "AWS_SNAPSHOT_ID" /* snap-..., or absent */
+#define EBS_HYDRATE_RECORD_AWS_PROGRESS "AWS_PROGRESS"       /* AWS's initialization, percent */
+#define EBS_HYDRATE_RECORD_AWS_ETA_SECONDS "AWS_ETA_SECONDS" /* ... and its estimate */
 
 #endif

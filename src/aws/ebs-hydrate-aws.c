@@ -208,9 +208,7 @@ out:
 
 /* Whether AWS initializes the volume at a provisioned rate, which the daemon then follows. */
 static bool aws_initializing(const AwsFindings *f) {
-        return !f->error[0] && !f->status_error[0] && f->source == FINDINGS_SOURCE_SNAPSHOT &&
-               f->fast_restored != 1 && streq(f->initialization_state, "initializing") &&
-               streq(f->initialization_type, "provisioned-rate");
+        return streq(findings_verdict(f), EBS_HYDRATE_AWS_INITIALIZING);
 }
 
 static int report(const AwsFindings *f, const char *state_dir);

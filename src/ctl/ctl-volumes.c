@@ -16,6 +16,7 @@
 #include "ctl-bus.h"
 #include "ctl-verbs.h"
 #include "device.h"
+#include "findings.h"
 #include "identity.h"
 #include "log.h"
 #include "state.h"
@@ -136,6 +137,30 @@ static int collect_stored(const CtlArgs *a, VolumeList *l) {
         return 0;
 }
 
+/* What AWS said of each volume, from ebs-hydrate-aws's findings (believed as the daemon
+ * believes them); a volume without findings, or with findings not to be believed, shows none. */
+static void add_aws(VolumeList *l) {
+        _cleanup_close_ int dir_fd = open(findings_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        uid_t uid = findings_helper_uid();
+        AwsFindings f;
+
+        if (dir_fd < 0)
+                return;
+        for (size_t i = 0; i < l->n; i++) {
+                VolumeInfo *v = &l->items[i];
+
+                if (!state_key_valid(v->volume_id, strlen(v->volume_id)) ||
+                    findings_load(dir_fd, v->volume_id, uid, &f) < 0)
+                        continue;
+                (void)snprintf(v->aws, sizeof(v->aws), "%s", findings_verdict(&f));
+                (void)snprintf(v->aws_snapshot_id, sizeof(v->aws_snapshot_id), "%s", f.snapshot_id);
+                v->aws_progress = f.initialization_progress >= 0 && f.initialization_progress <= 100
+                                          ? f.initialization_progress
+                                          : -1;
+                v->aws_eta_seconds = f.initialization_eta >= 0 ? f.initialization_eta : -1;
+        }
+}
+
 int ctl_collect_volumes(const CtlArgs *a, VolumeList **ret) {
         _cleanup_(volume_list_freep) VolumeList *l = NULL, *stored = NULL;
         int r;
@@ -149,6 +174,7 @@ int ctl_collect_volumes(const CtlArgs *a, VolumeList **ret) {
                 return r;
         if (volume_list_merge(l, stored) < 0)
                 return log_error_errno(-ENOMEM, "Out of memory");
+        add_aws(l);
         volume_list_sort(l);
         *ret = TAKE_PTR(l);
         return 0;

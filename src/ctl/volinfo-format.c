@@ -15,6 +15,7 @@
 #include "util.h"
 #include "volinfo-format.h"
 
+#include <ebs-hydrate/findings.h>
 #include <ebs-hydrate/metrics.h>
 
 /* --- table --- */
@@ -29,6 +30,7 @@ enum {
         COL_RATE,
         COL_ETA,
         COL_ERRORS,
+        COL_AWS, /* only when AWS said something of a volume listed */
         COL_PHASE,
         N_COLUMNS,
 };
@@ -41,7 +43,8 @@ static const struct {
         [COL_MAPPING] = {"MAPPING", false},  [COL_STATE] = {"STATE", false},
         [COL_HYDRATED] = {"HYDRATED", true}, [COL_SIZE] = {"SIZE", true},
         [COL_RATE] = {"RATE", true},         [COL_ETA] = {"ETA", true},
-        [COL_ERRORS] = {"ERRORS", true},     [COL_PHASE] = {"PHASE", false},
+        [COL_ERRORS] = {"ERRORS", true},     [COL_AWS] = {"AWS", false},
+        [COL_PHASE] = {"PHASE", false},
 };
 
 typedef struct Row {
@@ -51,6 +54,7 @@ typedef struct Row {
         char rate[FORMAT_RATE_MAX];
         char eta[FORMAT_DURATION_MAX];
         char errors[DECIMAL_STR_MAX(uint64_t)];
+        char aws[sizeof(((VolumeInfo *)0)->aws) + DECIMAL_STR_MAX(int64_t) + 2];
 } Row;
 
 static const char *or_dash(const char *s) {
@@ -86,12 +90,29 @@ static void row_fill(Row *row, const VolumeInfo *v) {
                 moving ? format_duration(row->eta, sizeof(row->eta), v->eta_seconds) : "-";
         row->cell[COL_ERRORS] = figures ? row->errors : "-";
         row->cell[COL_PHASE] = v->free_space_cold ? "done (Mode=used)" : or_dash(v->phase);
+        /* "initializing 42%": AWS's own progress where it gives one */
+        if (streq(v->aws, EBS_HYDRATE_AWS_INITIALIZING) && v->aws_progress >= 0)
+                (void)snprintf(row->aws, sizeof(row->aws), "%s %" PRId64 "%%", v->aws,
+                               v->aws_progress);
+        else
+                (void)snprintf(row->aws, sizeof(row->aws), "%s", or_dash(v->aws));
+        row->cell[COL_AWS] = row->aws;
 }
 
-static void print_cells(FILE *f, const char *const cell[N_COLUMNS], const size_t width[N_COLUMNS]) {
+static bool any_aws(const VolumeList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].aws[0])
+                        return true;
+        return false;
+}
+
+static void print_cells(FILE *f, const char *const cell[N_COLUMNS], const size_t width[N_COLUMNS],
+                        bool aws) {
         for (size_t c = 0; c < N_COLUMNS; c++) {
                 const char *sep = c == 0 ? "" : "  ";
 
+                if (c == COL_AWS && !aws)
+                        continue;
                 if (columns[c].right)
                         fprintf(f, "%s%*s", sep, (int)width[c], cell[c]);
                 else if (c + 1 == N_COLUMNS)
@@ -105,6 +126,7 @@ static void print_cells(FILE *f, const char *const cell[N_COLUMNS], const size_t
 int volume_list_print_table(FILE *f, const VolumeList *l, bool legend) {
         const char *titles[N_COLUMNS];
         size_t width[N_COLUMNS];
+        bool aws = any_aws(l);
         Row row;
 
         if (l->n == 0) {
@@ -122,10 +144,10 @@ int volume_list_print_table(FILE *f, const VolumeList *l, bool legend) {
                         width[c] = MAX(width[c], strlen(row.cell[c]));
         }
         if (legend)
-                print_cells(f, titles, width);
+                print_cells(f, titles, width, aws);
         for (size_t i = 0; i < l->n; i++) {
                 row_fill(&row, &l->items[i]);
-                print_cells(f, row.cell, width);
+                print_cells(f, row.cell, width, aws);
         }
         return ferror(f) ? -EIO : 0;
 }
@@ -176,6 +198,30 @@ static int phases_to_json(const VolumeInfo *v, struct json_object **ret) {
         return 0;
 }
 
+/* An int64 that is < 0 when unknown: null then. */
+static int json_add_known(struct json_object *o, const char *key, int64_t value) {
+        if (value < 0)
+                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+        return json_add(o, key, json_object_new_int64(value));
+}
+
+/* "aws": what AWS said of the volume, or null. */
+static int aws_to_json(const VolumeInfo *v, struct json_object *parent) {
+        struct json_object *o;
+
+        if (!v->aws[0])
+                return json_object_object_add(parent, "aws", NULL) < 0 ? -ENOMEM : 0;
+        o = json_object_new_object();
+        if (json_add(parent, "aws", o) < 0)
+                return -ENOMEM;
+        if (json_add_string(o, "verdict", v->aws) < 0 ||
+            json_add_string(o, "snapshot_id", v->aws_snapshot_id) < 0 ||
+            json_add_known(o, "initialization_percent", v->aws_progress) < 0 ||
+            json_add_known(o, "initialization_eta_seconds", v->aws_eta_seconds) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
         _cleanup_json_ struct json_object *o = json_object_new_object();
         unsigned pm = volume_info_permille(v);
@@ -198,7 +244,8 @@ static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
             json_add_u64(o, "error_count", v->error_count) < 0 ||
             json_add(o, "running", json_object_new_boolean(v->running)) < 0 ||
             json_add(o, "free_space_cold", json_object_new_boolean(v->free_space_cold)) < 0 ||
-            json_add(o, "yielding", json_object_new_boolean(v->yielding)) < 0)
+            json_add(o, "yielding", json_object_new_boolean(v->yielding)) < 0 ||
+            aws_to_json(v, o) < 0)
                 return -ENOMEM;
         if (v->running) { /* what the plan is, only a running daemon knows */
                 struct json_object *phases = NULL;
@@ -384,6 +431,41 @@ static void print_state_set(FILE *f, const StateSet *set, const VolumeList *l) {
         }
 }
 
+static const char *const metric_aws[] = {
+        EBS_HYDRATE_AWS_EMPTY,        EBS_HYDRATE_AWS_FAST_RESTORED, EBS_HYDRATE_AWS_INITIALIZED,
+        EBS_HYDRATE_AWS_INITIALIZING, EBS_HYDRATE_AWS_SNAPSHOT,      EBS_HYDRATE_AWS_UNAVAILABLE,
+};
+
+/* What AWS said: a state set and AWS's own progress, for the volumes it said something of. */
+static void print_aws(FILE *f, const VolumeList *l) {
+        if (!any_aws(l))
+                return;
+        print_family(f, EBS_HYDRATE_METRIC_AWS,
+                     "What AWS said of the volume (ebs-hydrate-aws): 1 for the current word, 0 "
+                     "for the others.");
+        for (size_t i = 0; i < l->n; i++) {
+                const VolumeInfo *v = &l->items[i];
+                bool known = false;
+
+                if (!v->aws[0])
+                        continue;
+                for (size_t s = 0; s < ELEMENTSOF(metric_aws); s++) {
+                        known = known || streq(v->aws, metric_aws[s]);
+                        print_sample(f, EBS_HYDRATE_METRIC_AWS, v, EBS_HYDRATE_METRIC_LABEL_AWS,
+                                     metric_aws[s], streq(v->aws, metric_aws[s]));
+                }
+                if (!known)
+                        print_sample(f, EBS_HYDRATE_METRIC_AWS, v, EBS_HYDRATE_METRIC_LABEL_AWS,
+                                     v->aws, 1);
+        }
+        print_family(f, EBS_HYDRATE_METRIC_AWS_PROGRESS,
+                     "AWS's own initialization of the volume, percent (where AWS gives it).");
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].aws[0] && l->items[i].aws_progress >= 0)
+                        print_sample(f, EBS_HYDRATE_METRIC_AWS_PROGRESS, &l->items[i], NULL, NULL,
+                                     (uint64_t)l->items[i].aws_progress);
+}
+
 int volume_list_print_metrics(FILE *f, const VolumeList *l) {
         for (size_t g = 0; g < ELEMENTSOF(gauges); g++) {
                 print_family(f, gauges[g].name, gauges[g].help);
@@ -394,5 +476,6 @@ int volume_list_print_metrics(FILE *f, const VolumeList *l) {
         }
         for (size_t s = 0; s < ELEMENTSOF(state_sets); s++)
                 print_state_set(f, &state_sets[s], l);
+        print_aws(f, l);
         return ferror(f) ? -EIO : 0;
 }

@@ -22,6 +22,8 @@ int volume_info_init(VolumeInfo *ret, const char *volume_id, const char *device,
                 .kernel_name = strdup(strempty(kernel_name)),
                 .state = strdup(strempty(state)),
                 .phase = strdup(""),
+                .aws_progress = -1,
+                .aws_eta_seconds = -1,
         };
 
         if (!v.volume_id || !v.device || !v.device_name || !v.kernel_name || !v.state || !v.phase) {

@@ -58,6 +58,11 @@ typedef struct VolumeInfo {
         bool running;
         bool free_space_cold; /* completed by Mode=used: free space was left unread */
         bool yielding;        /* D-Bus Yielding: giving way to other I/O on the volume */
+        /* What AWS said (the volume's findings file, ebs-hydrate/findings.h): */
+        char aws[32];             /* EBS_HYDRATE_AWS_*, "" when nothing is known */
+        char aws_snapshot_id[64]; /* "" unknown */
+        int64_t aws_progress;     /* AWS's initialization, percent; -1 unknown */
+        int64_t aws_eta_seconds;  /* -1 unknown */
 } VolumeInfo;
 
 typedef struct VolumeList {

@@ -35,6 +35,10 @@ typedef struct BusProperties {
         const char *phase;   /* static string: the plan stage being read, or "done" */
         PlanProgress stages; /* PhaseProgress */
         int yielding;        /* Yielding (sd-bus reads a "b" as int) */
+        char *aws;           /* HydrateBus.aws: EBS_HYDRATE_AWS_*, "" without findings */
+        char *aws_snapshot_id;
+        int64_t aws_progress; /* percent, -1 unknown */
+        int64_t aws_eta_seconds;
 } BusProperties;
 
 struct HydrateBus {
@@ -43,6 +47,7 @@ struct HydrateBus {
         sd_event_source *refresh_timer;
         Hydrator *hydrator;
         BusProperties props;
+        char aws[RECORD_WORD_MAX];
         char name[HYDRATE_BUS_NAME_MAX + 1];
 };
 
@@ -194,6 +199,10 @@ static const sd_bus_vtable volume_vtable[] = {
         SD_BUS_PROPERTY(HYDRATE_BUS_PROP_PHASE_PROGRESS, "a(stt)", property_get_phase_progress, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         PROP_CHANGING(HYDRATE_BUS_PROP_YIELDING, "b", yielding),
+        PROP_CHANGING(HYDRATE_BUS_PROP_AWS, "s", aws),
+        PROP_CHANGING(HYDRATE_BUS_PROP_AWS_SNAPSHOT_ID, "s", aws_snapshot_id),
+        PROP_CHANGING(HYDRATE_BUS_PROP_AWS_PROGRESS, "x", aws_progress),
+        PROP_CHANGING(HYDRATE_BUS_PROP_AWS_ETA_SECONDS, "x", aws_eta_seconds),
         SD_BUS_METHOD(HYDRATE_BUS_METHOD_PAUSE, "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD(HYDRATE_BUS_METHOD_RESUME, "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD(HYDRATE_BUS_METHOD_SET_RATE_LIMIT, "t", "", method_set_rate_limit,
@@ -236,6 +245,43 @@ void hydrate_bus_refresh(HydrateBus *b) {
                                                 (char **)changed);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit PropertiesChanged, ignoring: %m");
+}
+
+void hydrate_bus_set_aws(HydrateBus *b, const VolumeRecord *r) {
+        const char *changed[5];
+        size_t n = 0;
+        char *id;
+        int e;
+
+        if (!b)
+                return;
+        if (!streq(b->props.aws, r->aws)) {
+                (void)snprintf(b->aws, sizeof(b->aws), "%s", r->aws);
+                changed[n++] = HYDRATE_BUS_PROP_AWS;
+        }
+        if (!streq(b->props.aws_snapshot_id, r->aws_snapshot_id)) {
+                id = strdup(r->aws_snapshot_id);
+                if (id) {
+                        free(b->props.aws_snapshot_id);
+                        b->props.aws_snapshot_id = id;
+                        changed[n++] = HYDRATE_BUS_PROP_AWS_SNAPSHOT_ID;
+                }
+        }
+        if (b->props.aws_progress != r->aws_progress) {
+                b->props.aws_progress = r->aws_progress;
+                changed[n++] = HYDRATE_BUS_PROP_AWS_PROGRESS;
+        }
+        if (b->props.aws_eta_seconds != r->aws_eta_seconds) {
+                b->props.aws_eta_seconds = r->aws_eta_seconds;
+                changed[n++] = HYDRATE_BUS_PROP_AWS_ETA_SECONDS;
+        }
+        if (n == 0 || !b->bus)
+                return;
+        changed[n] = NULL;
+        e = sd_bus_emit_properties_changed_strv(b->bus, HYDRATE_BUS_PATH, HYDRATE_BUS_INTERFACE,
+                                                (char **)changed);
+        if (e < 0)
+                log_debug_errno(e, "Failed to emit PropertiesChanged, ignoring: %m");
 }
 
 static int on_refresh(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -295,7 +341,10 @@ int hydrate_bus_new(HydrateBus **ret, sd_event *event, Hydrator *h, const Hydrat
         r = hydrate_bus_name(id->kernel_name, b->name, sizeof(b->name));
         if (r < 0)
                 return log_error_errno(r, "No D-Bus name fits device %s", id->kernel_name);
-        if (set_identity(b, id) < 0)
+        b->props.aws = b->aws;
+        b->props.aws_snapshot_id = strdup("");
+        b->props.aws_progress = b->props.aws_eta_seconds = -1;
+        if (set_identity(b, id) < 0 || !b->props.aws_snapshot_id)
                 return log_error_errno(-ENOMEM, "Out of memory");
         snapshot(h, &b->props);
         r = connect_and_publish(b, event);
@@ -323,6 +372,7 @@ HydrateBus *hydrate_bus_free(HydrateBus *b) {
         free(b->props.volume_id);
         free(b->props.device);
         free(b->props.device_name);
+        free(b->props.aws_snapshot_id);
         free(b);
         return NULL;
 }

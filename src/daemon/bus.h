@@ -14,6 +14,7 @@
 
 #include <ebs-hydrate/bus.h>
 #include "hydrator.h"
+#include "record.h"
 #include "util.h"
 
 #define HYDRATE_BUS_REFRESH_USEC USEC_PER_SEC
@@ -41,5 +42,8 @@ int hydrate_bus_new(HydrateBus **ret, sd_event *event, Hydrator *h, const Hydrat
 HydrateBus *hydrate_bus_free(HydrateBus *b);
 DEFINE_TRIVIAL_CLEANUP_FUNC(HydrateBus *, hydrate_bus_free)
 
+/* hydrate_bus_set_aws() - what AWS said (the record's AWS fields: "" and -1 when unknown), for
+ * the properties Aws, AwsSnapshotId, AwsProgress and AwsEtaSeconds. @b may be NULL. */
+void hydrate_bus_set_aws(HydrateBus *b, const VolumeRecord *r);
 /* hydrate_bus_refresh() - re-read the hydrator now and emit PropertiesChanged for what changed. */
 void hydrate_bus_refresh(HydrateBus *b);

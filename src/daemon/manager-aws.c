@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +28,6 @@
 #define AWS_CHECK_INTERVAL_USEC (1 * USEC_PER_SEC)
 #define AWS_FOLLOW_STALE_USEC (15 * 60 * USEC_PER_SEC)
 #define AWS_FOLLOW_STALE_WORDS "15 minutes"
-
-/* $EBS_HYDRATE_AWS_DIR (tests, another layout), else the helper's state directory. */
-static const char *findings_dir(void) {
-        const char *e = getenv("EBS_HYDRATE_AWS_DIR");
-
-        return e && *e ? e : EBS_HYDRATE_AWS_DIR;
-}
-
-/* The helper's user: its files are believed, as are root's. */
-static uid_t helper_uid(void) {
-        struct passwd *pw = getpwnam(EBS_HYDRATE_AWS_USER);
-
-        return pw ? pw->pw_uid : 0;
-}
 
 /* Whether the file changed since it was last read (a new file is a new inode or time). */
 static bool findings_changed(Manager *run, int dir_fd) {
@@ -178,8 +163,24 @@ int manager_aws_watch(Manager *run) {
         return r < 0 ? log_error_errno(r, "Failed to watch for AWS's findings: %m") : 0;
 }
 
+void manager_aws_record(const Manager *run, VolumeRecord *r) {
+        const AwsFindings *f = &run->aws;
+
+        if (!run->aws_known || !run->settings->aws) {
+                r->aws[0] = r->aws_snapshot_id[0] = '\0';
+                r->aws_progress = r->aws_eta_seconds = -1;
+                return;
+        }
+        (void)snprintf(r->aws, sizeof(r->aws), "%s", findings_verdict(f));
+        manager_set_record_word(r->aws_snapshot_id, sizeof(r->aws_snapshot_id), f->snapshot_id);
+        r->aws_progress = f->initialization_progress >= 0 && f->initialization_progress <= 100
+                                  ? f->initialization_progress
+                                  : -1;
+        r->aws_eta_seconds = f->initialization_eta >= 0 ? f->initialization_eta : -1;
+}
+
 void manager_aws_init(Manager *run) {
-        run->aws_uid = helper_uid();
+        run->aws_uid = findings_helper_uid();
 }
 
 int manager_completed_by_aws(Manager *run) {

@@ -88,6 +88,8 @@ void manager_aws_init(Manager *run);
 int manager_aws_check(Manager *run);
 int manager_aws_watch(Manager *run);
 int manager_completed_by_aws(Manager *run);
+/* manager_aws_record() - what AWS said, into the volume record (nothing without findings). */
+void manager_aws_record(const Manager *run, VolumeRecord *r);
 
 /* STATUS= for systemctl status (a no-op outside systemd), and the record with it. */
 void manager_notify_status(Manager *run);

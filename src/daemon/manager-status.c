@@ -83,6 +83,8 @@ void manager_publish_record(Manager *run, RecordState forced) {
                 hydrator_get_status(run->hydrator, &st);
                 report_record(&st, &r);
         }
+        manager_aws_record(run, &r);
+        hydrate_bus_set_aws(run->bus, &r);
         if (forced != _RECORD_STATE_INVALID)
                 r.state = forced;
         if (forced == RECORD_COMPLETED) { /* by the state alone: "already hydrated" */

@@ -42,9 +42,7 @@ const char *report_aws_nothing_cold(char *buf, size_t size, const AwsFindings *f
 }
 
 bool report_aws_initializing(const AwsFindings *f) {
-        return !f->error[0] && !f->status_error[0] && f->source == FINDINGS_SOURCE_SNAPSHOT &&
-               f->fast_restored != 1 && streq(f->initialization_state, "initializing") &&
-               streq(f->initialization_type, "provisioned-rate");
+        return streq(findings_verdict(f), EBS_HYDRATE_AWS_INITIALIZING);
 }
 
 /* "provisioned rate 300 MiB/s: 42%, about 30min left" (what is known of it). */

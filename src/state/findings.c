@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pwd.h>
+
+#include "build-config.h"
 #include "fileio.h"
 #include "findings.h"
 #include "kv-text.h"
@@ -80,6 +83,33 @@ static void put_number(Out *o, const char *key, int64_t v) {
 static void put_word(Out *o, const char *key, const char *v) {
         if (v[0])
                 put(o, key, "%s", v);
+}
+
+const char *findings_dir(void) {
+        const char *e = getenv("EBS_HYDRATE_AWS_DIR");
+
+        return e && *e ? e : EBS_HYDRATE_AWS_DIR;
+}
+
+uid_t findings_helper_uid(void) {
+        struct passwd *pw = getpwnam(EBS_HYDRATE_AWS_USER);
+
+        return pw ? pw->pw_uid : 0;
+}
+
+const char *findings_verdict(const AwsFindings *f) {
+        if (f->error[0])
+                return EBS_HYDRATE_AWS_UNAVAILABLE;
+        if (f->source == FINDINGS_SOURCE_EMPTY)
+                return EBS_HYDRATE_AWS_EMPTY;
+        if (f->fast_restored == 1)
+                return EBS_HYDRATE_AWS_FAST_RESTORED;
+        if (streq(f->initialization_state, "completed"))
+                return EBS_HYDRATE_AWS_INITIALIZED;
+        if (!f->status_error[0] && streq(f->initialization_state, "initializing") &&
+            streq(f->initialization_type, "provisioned-rate"))
+                return EBS_HYDRATE_AWS_INITIALIZING;
+        return EBS_HYDRATE_AWS_SNAPSHOT;
 }
 
 int findings_format(const AwsFindings *f, char *buf, size_t size) {

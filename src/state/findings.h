@@ -51,6 +51,15 @@ void findings_init(AwsFindings *f, const char *volume_id);
 const char *findings_source_to_string(FindingsSource s);
 FindingsSource findings_source_from_string(const char *s);
 
+/* findings_dir() - where ebs-hydrate-aws leaves its findings: $EBS_HYDRATE_AWS_DIR (tests,
+ * another layout), else its unit's state directory. findings_helper_uid(): its user, whose
+ * files are believed (with root's); root's uid when there is no such user. */
+const char *findings_dir(void);
+uid_t findings_helper_uid(void);
+
+/* findings_verdict() - what @f means for the hydration: an EBS_HYDRATE_AWS_* word. */
+const char *findings_verdict(const AwsFindings *f);
+
 /* findings_format() - @f as its file's text. Its length, -ENOBUFS, or -EINVAL for a text
  * field with a newline or a control byte (it would forge a line). */
 int findings_format(const AwsFindings *f, char *buf, size_t size);

@@ -62,6 +62,19 @@ int record_format(const VolumeRecord *r, char *buf, size_t size) {
                      r->diskseq, (long)r->pid, r->start_time);
         if (n < 0 || (size_t)n >= size)
                 return -ENOBUFS;
+        if (r->aws[0])
+                n += snprintf(buf + n, size - (size_t)n, "AWS=%s\n", r->aws);
+        if (r->aws[0] && r->aws_snapshot_id[0] && (size_t)n < size)
+                n += snprintf(buf + n, size - (size_t)n, "AWS_SNAPSHOT_ID=%s\n",
+                              r->aws_snapshot_id);
+        if (r->aws[0] && r->aws_progress >= 0 && (size_t)n < size)
+                n += snprintf(buf + n, size - (size_t)n, "AWS_PROGRESS=%" PRId64 "\n",
+                              r->aws_progress);
+        if (r->aws[0] && r->aws_eta_seconds >= 0 && (size_t)n < size)
+                n += snprintf(buf + n, size - (size_t)n, "AWS_ETA_SECONDS=%" PRId64 "\n",
+                              r->aws_eta_seconds);
+        if (n < 0 || (size_t)n >= size)
+                return -ENOBUFS;
         return n;
 }
 
@@ -88,6 +101,10 @@ typedef enum RecordKey {
         KEY_DISKSEQ,
         KEY_PID,
         KEY_START_TIME,
+        KEY_AWS,
+        KEY_AWS_SNAPSHOT_ID,
+        KEY_AWS_PROGRESS,
+        KEY_AWS_ETA_SECONDS,
         _KEY_MAX,
 } RecordKey;
 
@@ -105,6 +122,10 @@ static const char *const key_names[_KEY_MAX] = {
         [KEY_DISKSEQ] = EBS_HYDRATE_RECORD_DISKSEQ,
         [KEY_PID] = EBS_HYDRATE_RECORD_PID,
         [KEY_START_TIME] = EBS_HYDRATE_RECORD_START_TIME,
+        [KEY_AWS] = EBS_HYDRATE_RECORD_AWS,
+        [KEY_AWS_SNAPSHOT_ID] = EBS_HYDRATE_RECORD_AWS_SNAPSHOT_ID,
+        [KEY_AWS_PROGRESS] = EBS_HYDRATE_RECORD_AWS_PROGRESS,
+        [KEY_AWS_ETA_SECONDS] = EBS_HYDRATE_RECORD_AWS_ETA_SECONDS,
 };
 
 static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) {
@@ -152,6 +173,18 @@ static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) 
                 return e;
         case KEY_START_TIME:
                 return copy_number(&r->start_time, UINT64_MAX, v, len);
+        case KEY_AWS:
+                return copy_word(r->aws, sizeof(r->aws), v, len);
+        case KEY_AWS_SNAPSHOT_ID:
+                return copy_word(r->aws_snapshot_id, sizeof(r->aws_snapshot_id), v, len);
+        case KEY_AWS_PROGRESS:
+                e = copy_number(&n, 100, v, len);
+                r->aws_progress = (int64_t)n;
+                return e;
+        case KEY_AWS_ETA_SECONDS:
+                e = copy_number(&n, INT64_MAX, v, len);
+                r->aws_eta_seconds = (int64_t)n;
+                return e;
         default:
                 return -EBADMSG;
         }
@@ -176,7 +209,10 @@ static int record_pair(const char *key, size_t key_len, const char *value, size_
 }
 
 int record_parse(const char *text, size_t size, VolumeRecord *ret) {
-        RecordParse p = {.r = {.state = _RECORD_STATE_INVALID, .phase = _RECORD_PHASE_INVALID}};
+        RecordParse p = {.r = {.state = _RECORD_STATE_INVALID,
+                               .phase = _RECORD_PHASE_INVALID,
+                               .aws_progress = -1,
+                               .aws_eta_seconds = -1}};
 
         if (kv_text_foreach(text, size, record_pair, &p) < 0)
                 return -EBADMSG;

@@ -25,6 +25,7 @@
 #define RECORD_SUFFIX EBS_HYDRATE_RECORD_SUFFIX
 #define RECORD_FILE_MAX 4096 /* a record is a few hundred bytes; anything larger is not ours */
 #define RECORD_WORD_MAX 32   /* STATE= and PHASE= values */
+#define RECORD_SNAPSHOT_ID_MAX 64
 #define RECORD_PAD_BYTES 512 /* a record is written at least this long (record_save()) */
 
 /* What a record says of the run (STATE=). */
@@ -65,6 +66,10 @@ typedef struct VolumeRecord {
         pid_t pid;           /* the ebs-hydrated that wrote it */
         uint64_t start_time; /* when it started (proc(5) starttime: clock ticks after boot),
                               * which tells it from a later process of the same PID; 0 unknown */
+        char aws[RECORD_WORD_MAX];                    /* EBS_HYDRATE_AWS_*, "" without findings */
+        char aws_snapshot_id[RECORD_SNAPSHOT_ID_MAX]; /* "" unknown */
+        int64_t aws_progress;                         /* percent; < 0 unknown (and when absent) */
+        int64_t aws_eta_seconds;                      /* < 0 unknown */
 } VolumeRecord;
 
 const char *record_state_to_string(RecordState s);

@@ -5,7 +5,7 @@
 # without reading, at start or mid-run; findings that change nothing are noted and the volume is
 # hydrated; a file planted by another user, or Aws=no, changes nothing. The last case runs the
 # helper against the stand-in (tests/aws/aws-stub.py) in a network namespace with only loopback.
-# Usage: aws.sh CASE PATH-TO-ebs-hydrated PATH-TO-ebs-hydrate-aws
+# Usage: aws.sh CASE PATH-TO-ebs-hydrated PATH-TO-ebs-hydrate-aws PATH-TO-ebs-hydratectl
 CASES=(empty-at-start fast-restored-mid-run snapshot-noted aws-error-noted planted-ignored
        aws-off helper-to-daemon provisioned-follows follow-released helper-follows)
 . "$(dirname "$0")/cases.sh"
@@ -14,6 +14,7 @@ require_root
 
 DAEMON=$(wrapped "$2")
 HELPER=$(realpath "$3")
+CTL=$(realpath "$4")
 STATE="$WORK/state"
 CONF="$WORK/conf"
 export EBS_HYDRATE_AWS_DIR="$WORK/aws"
@@ -193,7 +194,9 @@ case_provisioned_follows() {
         >/dev/null 2>&1 &
     LISTENER=$!
     for _ in $(seq 50); do [ -S "$WORK/notify.sock" ] && break; sleep 0.1; done
-    NOTIFY_SOCKET="$WORK/notify.sock" hydrate --rate-limit=32M "$dev" >"$WORK/out" 2>"$WORK/err" &
+    mkdir -p "$WORK/run"
+    RUNTIME_DIRECTORY="$WORK/run" NOTIFY_SOCKET="$WORK/notify.sock" hydrate --rate-limit=32M "$dev" \
+        >"$WORK/out" 2>"$WORK/err" &
     pid=$!
     wait_for 10 said "$KEY: AWS initializes the volume (provisioned rate 300 MiB/s, 10%, about 20 min left): reading its metadata and hot paths only, then following AWS" ||
         fail "no line saying it follows AWS: $(cat "$WORK/err")"
@@ -204,6 +207,19 @@ case_provisioned_follows() {
     kill -0 "$pid" || fail "the run ended while AWS still initializes"
     wait_for 5 grep -qF "STATUS=$KEY: following AWS's initialization (provisioned rate 300 MiB/s, 10%, about 20 min left); metadata and hot paths read" "$WORK/notify.log" ||
         fail "STATUS= does not show AWS's progress: $(tail -3 "$WORK/notify.log")"
+    # Where the decision came from: the record, and ebs-hydratectl's table, JSON and metrics.
+    wait_for 5 grep -qx 'AWS=initializing' "$WORK/run/$KEY.record" || fail "the record has no AWS="
+    grep -qx 'AWS_SNAPSHOT_ID=snap-0abc' "$WORK/run/$KEY.record" || fail "the record has no snapshot"
+    grep -qx 'AWS_PROGRESS=10' "$WORK/run/$KEY.record" || fail "the record has no AWS_PROGRESS="
+    grep -qx 'AWS_ETA_SECONDS=1200' "$WORK/run/$KEY.record" || fail "the record has no AWS_ETA_SECONDS="
+    out=$("$CTL" --state-dir="$STATE" status "$KEY") || fail "ctl status exited $?"
+    assert_contains "$out" "AWS" "ctl status legend"
+    assert_contains "$out" "initializing 10%" "ctl status"
+    out=$("$CTL" --state-dir="$STATE" --json status "$KEY") || fail "ctl --json status exited $?"
+    assert_contains "$out" '"aws":{"verdict":"initializing","snapshot_id":"snap-0abc","initialization_percent":10,"initialization_eta_seconds":1200}' "ctl --json"
+    out=$("$CTL" --state-dir="$STATE" metrics) || fail "ctl metrics exited $?"
+    assert_contains "$out" "ebs_hydrate_volume_aws{volume_id=\"$KEY\",device=\"\",device_name=\"\",aws=\"initializing\"} 1" "metrics"
+    assert_contains "$out" "ebs_hydrate_volume_aws_initialization_percent{volume_id=\"$KEY\",device=\"\",device_name=\"\"} 10" "metrics"
     TIME_USEC=$(now_usec) findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no \
         INITIALIZATION_STATE=completed INITIALIZATION_TYPE=provisioned-rate INITIALIZATION_PROGRESS=100
     wait_for 5 gone "$pid" || fail "the run did not end within 5 s of AWS's completion"

@@ -139,9 +139,11 @@ assert list(doc) == ["volumes"], doc
 vols = {v["volume_id"]: v for v in doc["volumes"]}
 assert sorted(vols) == sorted(["done1", "part1", os.environ["ODD_KEY"]]), sorted(vols)
 keys = ["volume_id", "device", "device_name", "state", "size_bytes", "hydrated_bytes", "percent",
-        "rate_bytes_per_second", "eta_seconds", "error_count", "running", "free_space_cold", "yielding"]
+        "rate_bytes_per_second", "eta_seconds", "error_count", "running", "free_space_cold", "yielding",
+        "aws"]
 for v in vols.values():
     assert list(v) == keys, list(v)
+    assert v["aws"] is None, v  # AWS said nothing of these
     assert v["device"] == "" and v["device_name"] == "" and v["running"] is False, v
     assert v["free_space_cold"] is False, v
     assert v["rate_bytes_per_second"] == 0 and v["eta_seconds"] == 0 and v["error_count"] == 0, v

@@ -20,6 +20,8 @@ POLICY=$(realpath "$3")
 CTL=${4:+$(wrapped "$4")}
 RIG="$(cd "$(dirname "$0")/../lab" && pwd)/ebs-rig"
 NAME="it-dbus-$CASE-$$"
+# What AWS said (case object writes a findings file here mid-run).
+export EBS_HYDRATE_AWS_DIR="$WORK/aws"
 STATE="$WORK/state"
 BUS="unix:path=$WORK/bus.sock"
 mkdir -p -m 0700 "$STATE" # the daemon refuses a state directory open to others
@@ -157,6 +159,19 @@ case_object() {
     grep -E '^\.(State|HydratedBytes|Percent)' "$WORK/introspect" | grep -q emits-change ||
         fail "changing properties are not marked emits-change"
     grep -E '^\.VolumeId' "$WORK/introspect" | grep -q const || fail "VolumeId is not const"
+
+    # What AWS said: nothing yet; then a findings file (a plain restore: hydrated as before).
+    assert_eq "$(prop Aws)" '""' "Aws without findings"
+    assert_eq "$(prop AwsProgress)" -1 "AwsProgress without findings"
+    mkdir -p "$EBS_HYDRATE_AWS_DIR"
+    printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=1\nSOURCE=snapshot\nSNAPSHOT_ID=snap-0abc\nFAST_RESTORED=no\nINITIALIZATION_STATE=initializing\nINITIALIZATION_TYPE=default\nINITIALIZATION_PROGRESS=5\n' \
+        "$NAME" >"$EBS_HYDRATE_AWS_DIR/tmp"
+    mv "$EBS_HYDRATE_AWS_DIR/tmp" "$EBS_HYDRATE_AWS_DIR/$NAME.aws"
+    aws_said() { [ "$(prop Aws)" = '"snapshot"' ]; }
+    wait_for 5 aws_said || fail "Aws is $(prop Aws), expected \"snapshot\""
+    assert_eq "$(prop AwsSnapshotId)" '"snap-0abc"' "AwsSnapshotId"
+    assert_eq "$(prop AwsProgress)" 5 "AwsProgress"
+    assert_eq "$(prop AwsEtaSeconds)" -1 "AwsEtaSeconds (not given)"
 
     # Moving properties, once the rate window holds more than the start: the rig completes a
     # paced trickle of reads in bunches about 1.3 s apart (fio's evenly spaced reads do not

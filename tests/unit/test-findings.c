@@ -66,6 +66,26 @@ static void test_findings_round_trip(void **state) {
         assert_memory_equal(&f, &g, sizeof(f));
 }
 
+/* One word for what the findings mean: the same for the daemon, ctl, the bus and the record. */
+static void test_findings_verdict(void **state) {
+        AwsFindings f = answered();
+
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_INITIALIZING);
+        strcpy(f.status_error, "throttled"); /* AWS's progress cannot be followed blind */
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_SNAPSHOT);
+        f = answered();
+        strcpy(f.initialization_type, "default"); /* ours to hydrate */
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_SNAPSHOT);
+        strcpy(f.initialization_state, "completed");
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_INITIALIZED);
+        f.fast_restored = 1;
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_FAST_RESTORED);
+        f.source = FINDINGS_SOURCE_EMPTY;
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_EMPTY);
+        strcpy(f.error, "no instance role");
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_UNAVAILABLE);
+}
+
 static void test_findings_error_only(void **state) {
         AwsFindings f, g;
         char text[FINDINGS_FILE_MAX];
@@ -179,6 +199,7 @@ static void test_findings_file(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_findings_round_trip),
+                cmocka_unit_test(test_findings_verdict),
                 cmocka_unit_test(test_findings_error_only),
                 cmocka_unit_test(test_findings_format_refuses),
                 cmocka_unit_test(test_findings_parse_refuses),

@@ -74,6 +74,45 @@ static void test_round_trip(void **state) {
         assert_int_equal(record_format(&r, text, 40), -ENOBUFS);
 }
 
+/* What AWS said: written only when known, read back; absent, it reads as unknown. */
+static void test_aws_keys(void **state) {
+        VolumeRecord r = sample(), back;
+        char text[RECORD_FILE_MAX];
+        int n;
+
+        (void)state;
+        n = record_format(&r, text, sizeof(text));
+        assert_null(strstr(text, "AWS"));
+        assert_int_equal(record_parse(text, (size_t)n, &back), 0);
+        assert_string_equal(back.aws, "");
+        assert_int_equal(back.aws_progress, -1);
+        assert_int_equal(back.aws_eta_seconds, -1);
+
+        strcpy(r.aws, "initializing");
+        strcpy(r.aws_snapshot_id, "snap-0abc");
+        r.aws_progress = 42;
+        r.aws_eta_seconds = 1800;
+        n = record_format(&r, text, sizeof(text));
+        assert_non_null(strstr(text, "\nAWS=initializing\nAWS_SNAPSHOT_ID=snap-0abc\n"
+                                     "AWS_PROGRESS=42\nAWS_ETA_SECONDS=1800\n"));
+        assert_int_equal(record_parse(text, (size_t)n, &back), 0);
+        assert_string_equal(back.aws, "initializing");
+        assert_string_equal(back.aws_snapshot_id, "snap-0abc");
+        assert_int_equal(back.aws_progress, 42);
+        assert_int_equal(back.aws_eta_seconds, 1800);
+
+        r.aws_progress = r.aws_eta_seconds = -1; /* unknown: not written */
+        n = record_format(&r, text, sizeof(text));
+        assert_null(strstr(text, "AWS_PROGRESS"));
+        assert_int_equal(record_parse(text, (size_t)n, &back), 0);
+        assert_int_equal(back.aws_progress, -1);
+        /* a percent over 100 is no percent; a word with a space no word */
+        strcpy(text, "VOLUME_ID=v\nSTATE=hydrating\nPHASE=used\nAWS_PROGRESS=101\n");
+        assert_int_equal(record_parse(text, strlen(text), &back), -EBADMSG);
+        strcpy(text, "VOLUME_ID=v\nSTATE=hydrating\nPHASE=used\nAWS=a b\n");
+        assert_int_equal(record_parse(text, strlen(text), &back), -EBADMSG);
+}
+
 static int parse(const char *text) {
         VolumeRecord r;
 
@@ -262,7 +301,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_parse_refuses),
                 cmocka_unit_test(test_save_and_load), cmocka_unit_test(test_rewrite_in_place),
-                cmocka_unit_test(test_name_key),
+                cmocka_unit_test(test_name_key),      cmocka_unit_test(test_aws_keys),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

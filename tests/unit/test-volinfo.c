@@ -15,6 +15,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <ebs-hydrate/findings.h>
+
 #include "state.h"
 #include "util.h"
 #include "volinfo-format.h"
@@ -265,8 +267,15 @@ static void assert_json_uint(struct json_object *o, const char *key, uint64_t wa
 static void test_volinfo_json(void **state) {
         VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "sdg"),
                               stored_volume("odd\"key\\", false)};
-        _cleanup_(volume_list_freep) VolumeList *l = list_of(items, 2);
-        _cleanup_free_ char *text = render(volume_list_print_json, l);
+        _cleanup_(volume_list_freep) VolumeList *l = NULL;
+        _cleanup_free_ char *text = NULL;
+
+        /* AWS initializes the first at a provisioned rate; of the second it said nothing. */
+        (void)snprintf(items[0].aws, sizeof(items[0].aws), "%s", EBS_HYDRATE_AWS_INITIALIZING);
+        (void)snprintf(items[0].aws_snapshot_id, sizeof(items[0].aws_snapshot_id), "snap-0abc");
+        items[0].aws_progress = 42;
+        l = list_of(items, 2);
+        text = render(volume_list_print_json, l);
         struct json_object *root = json_tokener_parse(text), *volumes, *v, *x;
 
         assert_non_null(root);
@@ -275,7 +284,13 @@ static void test_volinfo_json(void **state) {
         assert_int_equal(json_object_array_length(volumes), 2);
 
         v = json_object_array_get_idx(volumes, 0);
-        assert_int_equal(json_object_object_length(v), 15);
+        assert_int_equal(json_object_object_length(v), 16);
+        assert_true(json_object_object_get_ex(v, "aws", &x));
+        assert_json_string(x, "verdict", "initializing");
+        assert_json_string(x, "snapshot_id", "snap-0abc");
+        assert_json_uint(x, "initialization_percent", 42);
+        assert_true(json_object_object_get_ex(x, "initialization_eta_seconds", &x));
+        assert_null(x); /* unknown: null, not 0 */
         assert_json_string(v, "phase", "used");
         assert_true(json_object_object_get_ex(v, "phases", &x));
         assert_int_equal(json_object_array_length(x), 2);
@@ -303,6 +318,8 @@ static void test_volinfo_json(void **state) {
 
         v = json_object_array_get_idx(volumes, 1);
         assert_json_string(v, "volume_id", "odd\"key\\");
+        assert_true(json_object_object_get_ex(v, "aws", &x));
+        assert_null(x);
         assert_json_string(v, "device", "");
         assert_json_string(v, "state", "stopped");
         assert_false(json_object_object_get_ex(v, "phases", NULL)); /* known only when running */
@@ -593,6 +610,49 @@ static void test_volinfo_used_complete(void **state) {
         assert_non_null(strstr(json, "\"free_space_cold\":true"));
 }
 
+/* What AWS said: a column of its own (only when AWS said something of a volume listed), a state
+ * set and AWS's progress in the metrics, nothing for a volume AWS said nothing of. */
+static void test_volinfo_aws(void **state) {
+        VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "sdg"),
+                              stored_volume("vol-0aaaaaaaaaaaaaaaa", true)};
+        _cleanup_(volume_list_freep) VolumeList *l = NULL;
+        _cleanup_free_ char *text = NULL, *aws = NULL, *percent = NULL;
+
+        (void)snprintf(items[0].aws, sizeof(items[0].aws), "%s", EBS_HYDRATE_AWS_INITIALIZING);
+        items[0].aws_progress = 42;
+        l = list_of(items, 2);
+        volume_list_sort(l);
+        text = render(print_table_with_legend, l);
+        assert_non_null(strstr(text, "ERRORS  AWS               PHASE\n"));
+        assert_non_null(strstr(text, "       0  -                 -\n"));
+        assert_non_null(strstr(text, "       0  initializing 42%  used\n"));
+        free(text);
+
+        text = render(volume_list_print_metrics, l);
+        aws = lines_starting(text, "ebs_hydrate_volume_aws{");
+        assert_string_equal(aws, "ebs_hydrate_volume_aws{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                                 "device=\"/dev/nvme2n1\",device_name=\"sdg\",aws=\"empty\"} 0\n"
+                                 "ebs_hydrate_volume_aws{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                                 "device=\"/dev/nvme2n1\",device_name=\"sdg\","
+                                 "aws=\"fast-restored\"} 0\n"
+                                 "ebs_hydrate_volume_aws{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                                 "device=\"/dev/nvme2n1\",device_name=\"sdg\","
+                                 "aws=\"initialized\"} 0\n"
+                                 "ebs_hydrate_volume_aws{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                                 "device=\"/dev/nvme2n1\",device_name=\"sdg\","
+                                 "aws=\"initializing\"} 1\n"
+                                 "ebs_hydrate_volume_aws{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                                 "device=\"/dev/nvme2n1\",device_name=\"sdg\","
+                                 "aws=\"snapshot\"} 0\n"
+                                 "ebs_hydrate_volume_aws{volume_id=\"vol-0bbbbbbbbbbbbbbbb\","
+                                 "device=\"/dev/nvme2n1\",device_name=\"sdg\","
+                                 "aws=\"unavailable\"} 0\n");
+        percent = lines_starting(text, "ebs_hydrate_volume_aws_initialization_percent{");
+        assert_string_equal(percent, "ebs_hydrate_volume_aws_initialization_percent{"
+                                     "volume_id=\"vol-0bbbbbbbbbbbbbbbb\",device=\"/dev/nvme2n1\","
+                                     "device_name=\"sdg\"} 42\n");
+}
+
 static void test_volinfo_table_paused_and_empty(void **state) {
         VolumeInfo items[] = {running_volume("vol-0bbbbbbbbbbbbbbbb", "nvme2n1", "")};
         _cleanup_(volume_list_freep) VolumeList *l = list_of(items, 1);
@@ -634,6 +694,7 @@ int main(void) {
                 cmocka_unit_test(test_volinfo_metrics_phase),
                 cmocka_unit_test(test_volinfo_mismatched_output),
                 cmocka_unit_test(test_volinfo_table),
+                cmocka_unit_test(test_volinfo_aws),
                 cmocka_unit_test(test_volinfo_table_paused_and_empty),
                 cmocka_unit_test(test_volinfo_used_complete),
                 cmocka_unit_test(test_volinfo_yielding),
