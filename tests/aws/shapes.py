@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Every name the EC2 client sends or reads is one EC2's model has (botocore's service-2.json).
+"""Every name the AWS client sends or reads is one the models have (botocore's service-2.json).
 
 Usage: shapes.py SOURCE-DIR
 
@@ -152,7 +152,30 @@ for root, text in answers.items():
     visit(ET.fromstring(text), root)
 print("stub elements:", n)
 
+# --- the EBS direct APIs (REST-JSON): the keys ebs-blocks.c reads ---------------------------
+ebs = botocore.session.get_session().get_service_model("ebs")
+blocks_c = open(f"{src}/src/aws/ebs-blocks.c").read()
+api = re.search(r'#define EBS_API_VERSION "([^"]+)"', open(f"{src}/src/aws/ebs-blocks.h").read())
+check(api and api.group(1) == ebs.api_version, f"EBS_API_VERSION is not {ebs.api_version}")
+page = ebs.operation_model("ListSnapshotBlocks").output_shape
+block = page.members["Blocks"].member
+errors_members = set()
+for e in ebs.operation_model("ListSnapshotBlocks").error_shapes:
+    errors_members |= set(e.members)
+keys = sorted(set(re.findall(r'json_object_object_get_ex\([a-z]+, "([A-Za-z_]+)"', blocks_c)))
+check(len(keys) >= 7, f"only {len(keys)} keys found in ebs-blocks.c: {keys}")
+for key in keys:
+    if key in ("__type", "message"):  # the protocol's own: an error's type, its lower-case message
+        continue
+    check(key in page.members or key in block.members or key in errors_members,
+          f"ebs-blocks.c reads {key}, which no ListSnapshotBlocks shape has")
+for reason in re.findall(r'"([A-Z_]+_THROTTL[A-Z_]*|ACCOUNT_THROTTLED)"', blocks_c):
+    throttled = ebs.shape_for("RequestThrottledException").members["Reason"].enum
+    check(reason in throttled, f"{reason} is not a RequestThrottledException reason")
+print("EBS keys read:", ", ".join(keys))
+
 if errors:
     print("FAIL:\n  " + "\n  ".join(errors))
     sys.exit(1)
-print("OK: every name is in botocore's EC2 model", model.api_version)
+print("OK: every name is in botocore's EC2 model", model.api_version, "and EBS model",
+      ebs.api_version)
