@@ -183,7 +183,7 @@ int ebs_parse_error(const char *json, size_t size, long status, AwsError *ret) {
         _cleanup_(json_object_putp) struct json_object *o = parse_object(json, size);
         struct json_object *v = NULL;
         char reason[EC2_WORD_MAX] = "", message[AWS_ERROR_MESSAGE_MAX] = "", type[EC2_WORD_MAX];
-        const char *hash;
+        const char *hash, *name;
 
         *ret = (AwsError){};
         (void)snprintf(ret->code, sizeof(ret->code), "%s", implied_code(status, ""));
@@ -200,8 +200,9 @@ int ebs_parse_error(const char *json, size_t size, long status, AwsError *ret) {
         else
                 type[0] = '\0';
         hash = strrchr(type, '#'); /* "com.amazon.coral#AccessDeniedException" */
+        name = hash ? hash + 1 : type;
         (void)snprintf(ret->code, sizeof(ret->code), "%s",
-                       type[0] ? (hash ? hash + 1 : type) : implied_code(status, reason));
+                       name[0] ? name : implied_code(status, reason));
         (void)snprintf(ret->message, sizeof(ret->message), "%s%s%s", reason,
                        reason[0] && message[0] ? ": " : "", message);
         return 0;

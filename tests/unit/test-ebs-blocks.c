@@ -162,6 +162,9 @@ static void test_errors(void **state) {
         /* Not JSON (a proxy's page): the status still names it. */
         assert_int_equal(error("<html>", 503, &e), -EBADMSG);
         assert_string_equal(e.code, "InternalServerException");
+        /* A type cut to nothing (a control character after the '#'): the status names it. */
+        assert_int_equal(error("{\"__type\":\"com.amazon#\\u0016x\"}", 400, &e), 0);
+        assert_string_equal(e.code, "ValidationException");
         /* A message with a newline is cut there: it goes into one line of a file. */
         assert_int_equal(error("{\"Message\":\"a\\nSOURCE=empty\"}", 400, &e), 0);
         assert_string_equal(e.message, "a");
