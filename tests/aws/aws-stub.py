@@ -22,6 +22,13 @@ gets AWS's SignatureDoesNotMatch. The scenario (JSON) may hold:
   redirect: true              EC2 answers 307 to another address
   huge: true                  EC2 answers a body larger than any answer may be
   wrong_volume: true          DescribeVolumes answers for another volume
+  snapshots: {id: {volume_size, block_size, blocks: [i, ...] | ranges: [[first, end), ...],
+                   page_size, index_as_string, shuffle, expire_after_pages, throttle_pages}}
+                              ListSnapshotBlocks (GET /snapshots/ID/blocks, REST-JSON): pages of
+                              at most page_size (default: the request's maxResults) blocks; the
+                              token of page expire_after_pages (and later ones) is refused once
+                              as INVALID_PAGE_TOKEN, as an expired token is; the first
+                              throttle_pages requests answer RequestThrottledException
 """
 import datetime
 import json
@@ -221,6 +228,61 @@ class Handler(BaseHTTPRequestHandler):
                              "</volumeStatusSet></DescribeVolumeStatusResponse>")
         return self.send(400, error_xml("InvalidAction", "Unknown action."))
 
+    def ebs(self, body):
+        """ListSnapshotBlocks: the blocks of a scripted snapshot, page by page."""
+        import base64
+        from urllib.parse import urlsplit
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        ok = signature_ok(self, body)
+        sid = url.path.split("/")[2]
+        self.record(action="ListSnapshotBlocks", snapshot=sid, token=query.get("pageToken"),
+                    max_results=query.get("maxResults"), signature_ok=ok)
+        with lock:
+            counters["ebs"] = counters.get("ebs", 0) + 1
+            n = counters["ebs"]
+        if not ok:
+            return self.send(403, json.dumps({"message": "The request signature we calculated "
+                                              "does not match the signature you provided."}),
+                             "application/json")
+        snap = scenario.get("snapshots", {}).get(sid)
+        if snap is None:
+            return self.send(404, json.dumps({"Message": f"The snapshot '{sid}' does not exist.",
+                                              "Reason": "SNAPSHOT_NOT_FOUND"}), "application/json")
+        if n <= snap.get("throttle_pages", 0):
+            return self.send(400, json.dumps({"Message": "Rate exceeded",
+                                              "Reason": "ACCOUNT_THROTTLED"}), "application/json")
+        blocks = list(snap.get("blocks", []))
+        for first, end in snap.get("ranges", []):
+            blocks.extend(range(first, end))
+        if snap.get("shuffle"):
+            import random
+            random.Random(7).shuffle(blocks)
+        size = int(snap.get("page_size") or query.get("maxResults", 10000))
+        offset, gen = 0, 0
+        if query.get("pageToken"):
+            try:
+                offset, gen = map(int, base64.b64decode(query["pageToken"]).decode().split(":"))
+            except ValueError:
+                offset = -1
+            expire = snap.get("expire_after_pages")
+            with lock:
+                expired = expire is not None and offset >= expire * size and not snap.get("expired")
+                if expired:
+                    snap["expired"] = True
+            if offset < 0 or expired:
+                return self.send(400, json.dumps({"Message": "The pagination token is invalid.",
+                                                  "Reason": "INVALID_PAGE_TOKEN"}),
+                                 "application/json")
+        page = blocks[offset:offset + size]
+        answer = {"Blocks": [{"BlockIndex": str(b) if snap.get("index_as_string") else b,
+                              "BlockToken": "AAE="} for b in page],
+                  "ExpiryTime": time.time() + 3600, "VolumeSize": snap.get("volume_size", 1),
+                  "BlockSize": snap.get("block_size", 524288)}
+        if offset + size < len(blocks):
+            answer["NextToken"] = base64.b64encode(f"{offset + size}:{gen}".encode()).decode()
+        return self.send(200, json.dumps(answer), "application/json")
+
     def handle_any(self):
         length = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(length) if length else b""
@@ -229,6 +291,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.imds()
         if self.command == "POST" and self.path == "/":
             return self.ec2(body)
+        if self.command == "GET" and self.path.startswith("/snapshots/"):
+            return self.ebs(body)
         return self.send(404, "")
 
     do_GET = do_PUT = do_POST = handle_any

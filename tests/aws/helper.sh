@@ -4,15 +4,17 @@
 # case runs in a network namespace of its own with only loopback up, so that an endpoint the
 # test forgot to override fails at once instead of sending a packet off this machine; the stub
 # checks every request's SigV4 signature with botocore.
-# Usage: helper.sh CASE PATH-TO-ebs-hydrate-aws
+# Usage: helper.sh CASE PATH-TO-ebs-hydrate-aws PATH-TO-aws-list-blocks
 set -euo pipefail
 CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
     imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
     throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage
-    state-dir state-dir-error hostile-message device device-aws-off device-not-ebs follow follow-nothing)
+    state-dir state-dir-error hostile-message device device-aws-off device-not-ebs follow follow-nothing list-blocks list-blocks-moto
+    list-blocks-expired list-blocks-errors)
 . "$(dirname "$0")/../integration/cases.sh"
 
 HELPER=$(realpath "$2")
+LIST_BLOCKS=$(realpath "$3")
 HERE=$(cd "$(dirname "$0")" && pwd)
 VOL=vol-0123456789abcdef0
 
@@ -45,6 +47,12 @@ fail() {
 
 # stub SCENARIO-JSON: start the stand-in; sets $URL.
 stub() {
+    if [ -n "$STUB_PID" ]; then # a case may script several in turn
+        kill "$STUB_PID" 2>/dev/null || true
+        wait "$STUB_PID" 2>/dev/null || true
+        STUB_PID=
+    fi
+    rm -f "$TMP/port"
     echo "$1" >"$TMP/scenario.json"
     : >"$TMP/log"
     "$HERE/aws-stub.py" "$TMP/scenario.json" "$TMP/port" "$TMP/log" &
@@ -318,6 +326,84 @@ case_follow_nothing() {
     run "${with_keys[@]}" -- --follow --interval=1
     expect_rc 0
     [ "$(ec2_requests DescribeVolumeStatus)" -eq 1 ] || fail "a default initialization was followed"
+}
+
+# list SNAPSHOT: ListSnapshotBlocks through the client (aws-list-blocks); sets $RC.
+list() {
+    RC=0
+    env -i PATH="$PATH" AWS_ENDPOINT_URL="$URL" AWS_EC2_METADATA_SERVICE_ENDPOINT="$URL" \
+        "${with_keys[@]}" "$LIST_BLOCKS" "$1" >"$TMP/out" 2>"$TMP/err" || RC=$?
+}
+list_requests() { grep -c '"action": "ListSnapshotBlocks"' "$TMP/log" || true; }
+
+case_list_blocks() {
+    # 25000 blocks in three runs over a 16 GiB volume: three pages of at most 10000, every
+    # one asked with the previous page's token, signed as "ebs" (the stub checks it).
+    stub '{"snapshots": {"snap-0abc": {"volume_size": 16, "ranges": [[0, 5000], [10000, 29000], [32000, 32768]]}}}'
+    list snap-0abc
+    expect_rc 0
+    expect_out "pages=3 restarts=0 block_size=524288 volume_gib=16 blocks=32768 stored=24768 past_end=0"
+    expect_out "0-4999"
+    expect_out "10000-28999"
+    expect_out "32000-32767"
+    [ "$(list_requests)" -eq 3 ] || fail "$(list_requests) requests for 3 pages"
+    grep -q '"max_results": "10000"' "$TMP/log" || fail "maxResults is not 10000"
+    [ "$(grep -c '"token": null' "$TMP/log")" -eq 1 ] || fail "more than the first page without a token"
+    all_signed
+    # the blocks past the volume's end are counted, not stored
+    stub '{"snapshots": {"snap-0abc": {"volume_size": 1, "blocks": [0, 2047, 2048, 99999]}}}'
+    list snap-0abc
+    expect_rc 0
+    expect_out "pages=1 restarts=0 block_size=524288 volume_gib=1 blocks=2048 stored=2 past_end=2"
+}
+
+case_list_blocks_moto() {
+    # What moto sends (a real server could too): indexes as strings, unsorted, duplicates,
+    # BlockSize 512: each counts in the 512 KiB block it touches.
+    stub '{"snapshots": {"snap-0abc": {"volume_size": 1, "block_size": 512, "index_as_string": true,
+        "shuffle": true, "blocks": [0, 1, 1, 1024, 1025, 4095]}}}'
+    list snap-0abc
+    expect_rc 0
+    expect_out "pages=1 restarts=0 block_size=512 volume_gib=1 blocks=2048 stored=3 past_end=0"
+    expect_out "0-1" # 512-byte blocks 0 and 1 in the first 512 KiB, 1024 and 1025 in the second
+    expect_out "3-3" # 4095: the last 512 bytes of the fourth
+}
+
+case_list_blocks_expired() {
+    # The token of the third page has expired: the listing starts over once, and completes.
+    stub '{"snapshots": {"snap-0abc": {"volume_size": 1, "page_size": 100, "ranges": [[0, 450]],
+        "expire_after_pages": 2}}}'
+    list snap-0abc
+    expect_rc 0
+    expect_out "pages=5 restarts=1 block_size=524288 volume_gib=1 blocks=2048 stored=450 past_end=0"
+    expect_out "0-449"
+    [ "$(list_requests)" -eq 8 ] || fail "$(list_requests) requests: 3 before the expiry, 5 after"
+}
+
+case_list_blocks_errors() {
+    # Throttled for two requests: retried, then listed.
+    stub '{"snapshots": {"snap-0abc": {"volume_size": 1, "blocks": [5], "throttle_pages": 2}}}'
+    list snap-0abc
+    expect_rc 0
+    expect_out "pages=1 restarts=0 block_size=524288 volume_gib=1 blocks=2048 stored=1 past_end=0"
+    [ "$(list_requests)" -eq 3 ] || fail "$(list_requests) requests, expected 3"
+    # A snapshot that does not exist: said, not retried.
+    stub '{"snapshots": {}}'
+    list snap-0fff
+    expect_rc 1
+    expect_err "EBS answered HTTP 404: ResourceNotFoundException: SNAPSHOT_NOT_FOUND: The snapshot 'snap-0fff' does not exist."
+    [ "$(list_requests)" -eq 1 ] || fail "a missing snapshot was asked again"
+    # Not a snapshot id: nothing asked.
+    : >"$TMP/log"
+    list "snap-0abc/../x"
+    expect_rc 1
+    expect_err "is not a snapshot id"
+    [ "$(list_requests)" -eq 0 ] || fail "an invalid id was asked"
+    # A block size EBS does not use.
+    stub '{"snapshots": {"snap-0abc": {"volume_size": 1, "block_size": 1000, "blocks": [5]}}}'
+    list snap-0abc
+    expect_rc 1
+    expect_err "EBS answered a BlockSize of 1000 bytes, which is no block size EBS uses"
 }
 
 # fake_ebs NAME MODEL SERIAL: a device NAME in a sysfs tree of its own ($TMP/sys), as the
