@@ -19,7 +19,8 @@
 #define EBS_HYDRATE_FINDINGS_ERROR "ERROR"
 #define EBS_HYDRATE_FINDINGS_SOURCE "SOURCE" /* EBS_HYDRATE_SOURCE_* */
 #define EBS_HYDRATE_FINDINGS_SNAPSHOT_ID "SNAPSHOT_ID"
-#define EBS_HYDRATE_FINDINGS_FAST_RESTORED "FAST_RESTORED" /* yes, no, unknown */
+#define EBS_HYDRATE_FINDINGS_SOURCE_VOLUME_ID "SOURCE_VOLUME_ID" /* SOURCE=copy: of this volume */
+#define EBS_HYDRATE_FINDINGS_FAST_RESTORED "FAST_RESTORED"       /* yes, no, unknown */
 #define EBS_HYDRATE_FINDINGS_SIZE_GIB "SIZE_GIB"
 #define EBS_HYDRATE_FINDINGS_INITIALIZATION_RATE "INITIALIZATION_RATE_MIBPS" /* provisioned */
 /* DescribeVolumeStatus; STATUS_ERROR instead when it could not be had. */
@@ -31,14 +32,17 @@
 
 #define EBS_HYDRATE_SOURCE_SNAPSHOT "snapshot" /* created from SNAPSHOT_ID */
 #define EBS_HYDRATE_SOURCE_EMPTY "empty"       /* created empty: nothing is cold */
+#define EBS_HYDRATE_SOURCE_COPY "copy"         /* a copy of SOURCE_VOLUME_ID (CopyVolumes) */
 
 /* What the findings mean for the hydration, in one word: the volume record's AWS=, the D-Bus
  * property Aws, ebs-hydratectl's AWS column, JSON and metrics. */
 #define EBS_HYDRATE_AWS_EMPTY "empty"                 /* created empty: nothing to hydrate */
 #define EBS_HYDRATE_AWS_FAST_RESTORED "fast-restored" /* nothing is cold */
 #define EBS_HYDRATE_AWS_INITIALIZED "initialized"     /* AWS's initialization completed */
-#define EBS_HYDRATE_AWS_INITIALIZING "initializing"   /* AWS initializes it: ebs-hydrated follows */
-#define EBS_HYDRATE_AWS_SNAPSHOT "snapshot"           /* restored from a snapshot: hydrated */
-#define EBS_HYDRATE_AWS_UNAVAILABLE "unavailable"     /* AWS could not be asked (ERROR=) */
+#define EBS_HYDRATE_AWS_INITIALIZING                                                       \
+        "initializing"                            /* AWS initializes it (provisioned rate, \
+                                                   * volume copy): ebs-hydrated follows */
+#define EBS_HYDRATE_AWS_SNAPSHOT "snapshot"       /* restored from a snapshot: hydrated */
+#define EBS_HYDRATE_AWS_UNAVAILABLE "unavailable" /* AWS could not be asked (ERROR=) */
 
 #endif

@@ -28,9 +28,11 @@
 #include "time-util.h"
 #include "util.h"
 
-#define FOLLOW_INTERVAL_SEC 60       /* DescribeVolumeStatus lags up to 5 minutes anyway */
-#define FOLLOW_INTERVAL_MAX_SEC 300  /* after failed asks */
-#define FOLLOW_GIVE_UP_SEC (14 * 60) /* under the daemon's 15 minutes of patience */
+#define FOLLOW_INTERVAL_SEC 60        /* DescribeVolumeStatus lags up to 5 minutes anyway */
+#define FOLLOW_INTERVAL_MAX_SEC 300   /* after failed asks */
+#define FOLLOW_GIVE_UP_SEC (14 * 60)  /* under the daemon's 15 minutes of patience */
+#define FOLLOW_LAG_SEC (10 * 60)      /* a provisioned rate the status does not show yet */
+#define FOLLOW_INTERVAL_LIMIT_SEC 600 /* --interval: well under the daemon's patience */
 
 static void help(void) {
         printf("Usage: ebs-hydrate-aws [OPTIONS] VOLUME-ID|DEVICE\n"
@@ -63,7 +65,8 @@ static int parse_interval(const char *s, unsigned *ret) {
 
         errno = 0;
         v = strtoul(s, &end, 10);
-        if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < 1 || v > 3600)
+        if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < 1 ||
+            v > FOLLOW_INTERVAL_LIMIT_SEC)
                 return -EINVAL;
         *ret = (unsigned)v;
         return 0;
@@ -194,8 +197,11 @@ static int ask(AwsConfig *c, const char *volume_id, AwsFindings *f) {
                 set_text(f->error, sizeof(f->error), why, r);
                 goto out;
         }
-        f->source = v.snapshot_id[0] ? FINDINGS_SOURCE_SNAPSHOT : FINDINGS_SOURCE_EMPTY;
+        f->source = v.snapshot_id[0]        ? FINDINGS_SOURCE_SNAPSHOT
+                    : v.source_volume_id[0] ? FINDINGS_SOURCE_COPY
+                                            : FINDINGS_SOURCE_EMPTY;
         (void)snprintf(f->snapshot_id, sizeof(f->snapshot_id), "%s", v.snapshot_id);
+        (void)snprintf(f->source_volume_id, sizeof(f->source_volume_id), "%s", v.source_volume_id);
         f->fast_restored = v.fast_restored;
         f->size_gib = v.size_gib;
         f->initialization_rate = v.initialization_rate;
@@ -211,51 +217,76 @@ static bool aws_initializing(const AwsFindings *f) {
         return streq(findings_verdict(f), EBS_HYDRATE_AWS_INITIALIZING);
 }
 
-static int report(const AwsFindings *f, const char *state_dir);
+static int report(const AwsFindings *f, const char *state_dir, bool print);
+
+/* Worth asking again: AWS initializes the volume; or DescribeVolumes says a provisioned rate
+ * and the status does not show it yet (it lags by minutes), within FOLLOW_LAG_SEC. */
+static bool worth_following(const AwsFindings *f, uint64_t started) {
+        if (aws_initializing(f))
+                return true;
+        return f->initialization_rate > 0 && !f->initialization_state[0] &&
+               streq(findings_verdict(f), EBS_HYDRATE_AWS_SNAPSHOT) &&
+               now_usec(CLOCK_MONOTONIC) - started < FOLLOW_LAG_SEC * USEC_PER_SEC;
+}
 
 /*
  * --follow: while AWS initializes the volume, ask DescribeVolumeStatus again every @interval
- * seconds and replace the findings with each answer (the daemon takes findings that have not
- * been renewed for 15 minutes as the helper's silence). A failed ask is tried again later,
- * the wait doubling up to FOLLOW_INTERVAL_MAX_SEC; after FOLLOW_GIVE_UP_SEC without an answer the
- * findings say why and the helper gives up. Returns the exit status: success when AWS's
- * initialization ended (or never ran), "unanswered" when AWS fell silent, failure when the
- * findings could not be written.
+ * seconds and replace the findings with each answer (the daemon takes findings it has not
+ * seen renewed for 15 minutes as the helper's silence). A failed ask is tried again later, the
+ * wait doubling up to FOLLOW_INTERVAL_MAX_SEC but never past FOLLOW_GIVE_UP_SEC after the last
+ * answer (on the monotonic clock); then the findings say why and the helper gives up. Only
+ * answers that change the state, type or progress are printed (the journal keeps the rest
+ * out). Returns the exit status: success when AWS's initialization ended (or never ran),
+ * "unanswered" when AWS fell silent, failure when the findings could not be written.
  */
 static int follow(AwsConfig *c, AwsFindings *f, const char *state_dir, unsigned interval) {
-        uint64_t answered = f->time_usec;
+        uint64_t started = now_usec(CLOCK_MONOTONIC), answered = started;
+        uint64_t give_up = FOLLOW_GIVE_UP_SEC * USEC_PER_SEC;
         unsigned wait = interval;
+        bool followed = false;
 
-        while (aws_initializing(f)) {
+        while (worth_following(f, started)) {
                 AwsFindings next = *f;
+                uint64_t silent = now_usec(CLOCK_MONOTONIC) - answered;
+                bool changed;
 
+                followed = true;
+                /* the last ask is made at the deadline, not a doubled wait after it */
+                if (silent + (uint64_t)wait * USEC_PER_SEC > give_up)
+                        wait = (unsigned)((give_up - MIN(silent, give_up)) / USEC_PER_SEC);
                 (void)sleep(wait);
                 if (ask_status(c, f->volume_id, &next) >= 0) {
+                        changed = !streq(next.initialization_state, f->initialization_state) ||
+                                  !streq(next.initialization_type, f->initialization_type) ||
+                                  next.initialization_progress != f->initialization_progress;
                         *f = next;
-                        answered = f->time_usec;
+                        answered = now_usec(CLOCK_MONOTONIC);
                         wait = interval;
-                        if (report(f, state_dir) < 0)
+                        if (report(f, state_dir, changed) < 0)
                                 return EBS_HYDRATE_EXIT_FAILURE;
                         continue;
                 }
-                if (next.time_usec - answered >= FOLLOW_GIVE_UP_SEC * USEC_PER_SEC) {
+                if (now_usec(CLOCK_MONOTONIC) - answered >= give_up) {
                         log_error("%s: no answer from AWS for %u minutes: no longer following "
                                   "its initialization",
                                   f->volume_id, FOLLOW_GIVE_UP_SEC / 60);
                         *f = next;
-                        return report(f, state_dir) < 0 ? EBS_HYDRATE_EXIT_FAILURE
-                                                        : EBS_HYDRATE_EXIT_UNANSWERED;
+                        return report(f, state_dir, true) < 0 ? EBS_HYDRATE_EXIT_FAILURE
+                                                              : EBS_HYDRATE_EXIT_UNANSWERED;
                 }
-                wait = MIN(wait * 2, MAX(interval, FOLLOW_INTERVAL_MAX_SEC));
+                wait = MAX(1u, MIN(wait * 2, MAX(interval, FOLLOW_INTERVAL_MAX_SEC)));
         }
-        log_info("%s: AWS's initialization is %s", f->volume_id,
-                 f->initialization_state[0] ? f->initialization_state : "no longer reported");
+        if (followed)
+                log_info("%s: AWS's initialization %s", f->volume_id,
+                         streq(f->initialization_state, "completed") ? "completed"
+                         : f->initialization_state[0]                ? "is no longer followed"
+                                                                     : "was never reported");
         return EBS_HYDRATE_EXIT_SUCCESS;
 }
 
 /* The findings on stdout and, with --state-dir, in <volume>.aws there (an error too: the
  * daemon then knows AWS could not be asked, and why). */
-static int report(const AwsFindings *f, const char *state_dir) {
+static int report(const AwsFindings *f, const char *state_dir, bool print) {
         char text[FINDINGS_FILE_MAX];
         _cleanup_close_ int dir_fd = -1;
         int n = findings_format(f, text, sizeof(text)), r;
@@ -273,7 +304,7 @@ static int report(const AwsFindings *f, const char *state_dir) {
                         return log_error_errno(r, "Failed to write %s/%s%s: %m", state_dir,
                                                f->volume_id, FINDINGS_SUFFIX);
         }
-        if (fputs(text, stdout) < 0 || fflush(stdout) != 0)
+        if (print && (fputs(text, stdout) < 0 || fflush(stdout) != 0))
                 return log_error_errno(-EIO, "Failed to write the findings to stdout");
         return 0;
 }
@@ -314,7 +345,7 @@ int main(int argc, char **argv) {
                 case ARG_INTERVAL:
                         if (parse_interval(optarg, &interval) < 0) {
                                 log_error("Invalid --interval '%s': expected whole seconds, "
-                                          "1 to 3600",
+                                          "1 to 600",
                                           CESCAPE(optarg, SIZE_MAX, 64));
                                 return EBS_HYDRATE_EXIT_USAGE;
                         }
@@ -351,7 +382,7 @@ int main(int argc, char **argv) {
         }
         findings_init(&f, volume_id);
         r = ask(&config, volume_id, &f);
-        if (report(&f, state_dir) < 0)
+        if (report(&f, state_dir, true) < 0)
                 k = EBS_HYDRATE_EXIT_FAILURE;
         else if (r < 0)
                 k = EBS_HYDRATE_EXIT_UNANSWERED;

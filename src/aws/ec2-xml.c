@@ -251,7 +251,9 @@ static void volumes_end(Walk *w, const char *path, const char *text) {
         else if (streq(field, "snapshotId")) {
                 ok = copy_word(i->snapshot_id, sizeof(i->snapshot_id), text);
                 v->snapshot_seen = true;
-        } else if (streq(field, "status"))
+        } else if (streq(field, "sourceVolumeId"))
+                ok = copy_word(i->source_volume_id, sizeof(i->source_volume_id), text);
+        else if (streq(field, "status"))
                 ok = copy_word(i->state, sizeof(i->state), text);
         else if (streq(field, "size"))
                 ok = parse_int(&i->size_gib, text);

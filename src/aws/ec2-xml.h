@@ -20,8 +20,9 @@
 
 typedef struct Ec2Volume {
         char volume_id[EC2_ID_MAX];
-        char snapshot_id[EC2_ID_MAX]; /* "": created empty */
-        char state[EC2_WORD_MAX];     /* "in-use", "available", ... */
+        char snapshot_id[EC2_ID_MAX];      /* "": created empty, or a copy */
+        char source_volume_id[EC2_ID_MAX]; /* a copy (CopyVolumes) of this volume, or "" */
+        char state[EC2_WORD_MAX];          /* "in-use", "available", ... */
         int64_t size_gib;
         int64_t fast_restored;       /* 1, 0, or EC2_UNKNOWN */
         int64_t initialization_rate; /* MiB/s of a provisioned rate, or EC2_UNKNOWN */

@@ -18,22 +18,29 @@
 
 typedef struct PropertySlot {
         const char *name;
-        char type; /* 's' (char * in VolumeInfo, replaced) or 't' (uint64_t) */
+        char type; /* 's' (char * in VolumeInfo, replaced), 'S' (char[size]: a printable word, or
+                    * "" for anything else), 't' (uint64_t), 'x' (int64_t) or 'b' (bool) */
         size_t offset;
+        size_t size;
 } PropertySlot;
 
 static const PropertySlot property_slots[] = {
-        {HYDRATE_BUS_PROP_VOLUME_ID, 's', offsetof(VolumeInfo, volume_id)},
-        {HYDRATE_BUS_PROP_DEVICE, 's', offsetof(VolumeInfo, device)},
-        {HYDRATE_BUS_PROP_DEVICE_NAME, 's', offsetof(VolumeInfo, device_name)},
-        {HYDRATE_BUS_PROP_STATE, 's', offsetof(VolumeInfo, state)},
-        {HYDRATE_BUS_PROP_SIZE_BYTES, 't', offsetof(VolumeInfo, size_bytes)},
-        {HYDRATE_BUS_PROP_HYDRATED_BYTES, 't', offsetof(VolumeInfo, hydrated_bytes)},
-        {HYDRATE_BUS_PROP_RATE, 't', offsetof(VolumeInfo, rate_bytes_per_second)},
-        {HYDRATE_BUS_PROP_ETA_SECONDS, 't', offsetof(VolumeInfo, eta_seconds)},
-        {HYDRATE_BUS_PROP_ERROR_COUNT, 't', offsetof(VolumeInfo, error_count)},
-        {HYDRATE_BUS_PROP_PHASE, 's', offsetof(VolumeInfo, phase)},
-        {HYDRATE_BUS_PROP_YIELDING, 'b', offsetof(VolumeInfo, yielding)},
+        {HYDRATE_BUS_PROP_VOLUME_ID, 's', offsetof(VolumeInfo, volume_id), 0},
+        {HYDRATE_BUS_PROP_DEVICE, 's', offsetof(VolumeInfo, device), 0},
+        {HYDRATE_BUS_PROP_DEVICE_NAME, 's', offsetof(VolumeInfo, device_name), 0},
+        {HYDRATE_BUS_PROP_STATE, 's', offsetof(VolumeInfo, state), 0},
+        {HYDRATE_BUS_PROP_SIZE_BYTES, 't', offsetof(VolumeInfo, size_bytes), 0},
+        {HYDRATE_BUS_PROP_HYDRATED_BYTES, 't', offsetof(VolumeInfo, hydrated_bytes), 0},
+        {HYDRATE_BUS_PROP_RATE, 't', offsetof(VolumeInfo, rate_bytes_per_second), 0},
+        {HYDRATE_BUS_PROP_ETA_SECONDS, 't', offsetof(VolumeInfo, eta_seconds), 0},
+        {HYDRATE_BUS_PROP_ERROR_COUNT, 't', offsetof(VolumeInfo, error_count), 0},
+        {HYDRATE_BUS_PROP_PHASE, 's', offsetof(VolumeInfo, phase), 0},
+        {HYDRATE_BUS_PROP_YIELDING, 'b', offsetof(VolumeInfo, yielding), 0},
+        {HYDRATE_BUS_PROP_AWS, 'S', offsetof(VolumeInfo, aws), sizeof(((VolumeInfo *)0)->aws)},
+        {HYDRATE_BUS_PROP_AWS_SNAPSHOT_ID, 'S', offsetof(VolumeInfo, aws_snapshot_id),
+         sizeof(((VolumeInfo *)0)->aws_snapshot_id)},
+        {HYDRATE_BUS_PROP_AWS_PROGRESS, 'x', offsetof(VolumeInfo, aws_progress), 0},
+        {HYDRATE_BUS_PROP_AWS_ETA_SECONDS, 'x', offsetof(VolumeInfo, aws_eta_seconds), 0},
 };
 
 const char *ctl_bus_kernel_name(const char *bus_name) {
@@ -115,7 +122,7 @@ static int read_property(sd_bus_message *m, const char *name, VolumeInfo *v) {
                 return read_phase_progress(m, v);
         if (!slot)
                 return sd_bus_message_skip(m, "v");
-        signature[0] = slot->type;
+        signature[0] = slot->type == 'S' ? 's' : slot->type;
         signature[1] = '\0';
         field = (char *)v + slot->offset;
         r = sd_bus_message_enter_container(m, 'v', signature);
@@ -125,7 +132,18 @@ static int read_property(sd_bus_message *m, const char *name, VolumeInfo *v) {
                 return r;
         if (slot->type == 's')
                 r = read_string_into(m, field);
-        else if (slot->type == 'b') { /* sd-bus reads a boolean as int */
+        else if (slot->type == 'S') { /* a word shown in a table: printable, no space */
+                const char *s;
+
+                r = sd_bus_message_read_basic(m, 's', &s);
+                if (r >= 0 && strlen(s) < slot->size && !s[strcspn(s, " \t\n\r\x7f")] &&
+                    strspn(s,
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+                            strlen(s))
+                        memcpy(field, s, strlen(s) + 1);
+                else if (r >= 0)
+                        *(char *)field = '\0';
+        } else if (slot->type == 'b') { /* sd-bus reads a boolean as int */
                 int b;
 
                 r = sd_bus_message_read_basic(m, 'b', &b);

@@ -137,8 +137,9 @@ static int collect_stored(const CtlArgs *a, VolumeList *l) {
         return 0;
 }
 
-/* What AWS said of each volume, from ebs-hydrate-aws's findings (believed as the daemon
- * believes them); a volume without findings, or with findings not to be believed, shows none. */
+/* What AWS said of each volume that is not running, from ebs-hydrate-aws's findings (believed
+ * as the daemon believes them; a running one says it on the bus, as it acts on it: following
+ * or not, Aws=no); a volume without findings, or with findings not to be believed, shows none. */
 static void add_aws(VolumeList *l) {
         _cleanup_close_ int dir_fd = open(findings_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         uid_t uid = findings_helper_uid();
@@ -149,7 +150,7 @@ static void add_aws(VolumeList *l) {
         for (size_t i = 0; i < l->n; i++) {
                 VolumeInfo *v = &l->items[i];
 
-                if (!state_key_valid(v->volume_id, strlen(v->volume_id)) ||
+                if (v->running || !state_key_valid(v->volume_id, strlen(v->volume_id)) ||
                     findings_load(dir_fd, v->volume_id, uid, &f) < 0)
                         continue;
                 (void)snprintf(v->aws, sizeof(v->aws), "%s", findings_verdict(&f));

@@ -28,6 +28,7 @@
 #define AWS_CHECK_INTERVAL_USEC (1 * USEC_PER_SEC)
 #define AWS_FOLLOW_STALE_USEC (15 * 60 * USEC_PER_SEC)
 #define AWS_FOLLOW_STALE_WORDS "15 minutes"
+#define AWS_FOLLOW_FUTURE_USEC (5 * 60 * USEC_PER_SEC)
 
 /* Whether the file changed since it was last read (a new file is a new inode or time). */
 static bool findings_changed(Manager *run, int dir_fd) {
@@ -70,7 +71,15 @@ static void unfollow(Manager *run, const char *why) {
 static bool findings_stale(const AwsFindings *f) {
         uint64_t now = now_usec(CLOCK_REALTIME);
 
-        return f->time_usec + AWS_FOLLOW_STALE_USEC < now;
+        /* a time ahead of ours is no fresher: it would hold the run past the helper's end */
+        return f->time_usec + AWS_FOLLOW_STALE_USEC < now ||
+               f->time_usec > now + AWS_FOLLOW_FUTURE_USEC;
+}
+
+/* No new findings for AWS_FOLLOW_STALE_USEC since the last, on the monotonic clock: the
+ * helper stopped, whatever the wall clock did meanwhile. */
+static bool helper_silent(const Manager *run) {
+        return now_usec(CLOCK_MONOTONIC) - run->aws_seen_usec > AWS_FOLLOW_STALE_USEC;
 }
 
 int manager_aws_check(Manager *run) {
@@ -82,11 +91,13 @@ int manager_aws_check(Manager *run) {
 
         if (!run->settings->aws || run->aws_reason)
                 return 0;
-        if (run->aws_following && findings_stale(&run->aws))
-                unfollow(run, "no word from ebs-hydrate-aws for " AWS_FOLLOW_STALE_WORDS);
         dir_fd = open(findings_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir_fd < 0 || !findings_changed(run, dir_fd))
+        if (dir_fd < 0 || !findings_changed(run, dir_fd)) {
+                /* after a look for new findings: a late answer is not taken for silence */
+                if (run->aws_following && helper_silent(run))
+                        unfollow(run, "no word from ebs-hydrate-aws for " AWS_FOLLOW_STALE_WORDS);
                 return 0;
+        }
         r = findings_load(dir_fd, run->key, run->aws_uid, &f);
         if (r == -ENOENT)
                 return 0;
@@ -101,6 +112,7 @@ int manager_aws_check(Manager *run) {
         }
         run->aws = f;
         run->aws_known = true;
+        run->aws_seen_usec = now_usec(CLOCK_MONOTONIC);
         reason = report_aws_nothing_cold(run->aws_reason_buf, sizeof(run->aws_reason_buf), &f);
         if (reason) {
                 r = hydrator_complete_without_reading(run->hydrator);
@@ -126,7 +138,8 @@ int manager_aws_check(Manager *run) {
                                        f.status_error);
                 else if (findings_stale(&f))
                         (void)snprintf(why, sizeof(why),
-                                       "AWS's answer is older than " AWS_FOLLOW_STALE_WORDS);
+                                       "AWS's answer is older than " AWS_FOLLOW_STALE_WORDS
+                                       ", or dated ahead of this host's clock");
                 else
                         (void)snprintf(why, sizeof(why), "its initialization is %s%s%s",
                                        f.initialization_state[0] ? f.initialization_state
@@ -165,13 +178,18 @@ int manager_aws_watch(Manager *run) {
 
 void manager_aws_record(const Manager *run, VolumeRecord *r) {
         const AwsFindings *f = &run->aws;
+        const char *verdict;
 
         if (!run->aws_known || !run->settings->aws) {
                 r->aws[0] = r->aws_snapshot_id[0] = '\0';
                 r->aws_progress = r->aws_eta_seconds = -1;
                 return;
         }
-        (void)snprintf(r->aws, sizeof(r->aws), "%s", findings_verdict(f));
+        verdict = findings_verdict(f);
+        /* "initializing" says the run follows AWS: not after it stopped, nor if it never did */
+        if (streq(verdict, EBS_HYDRATE_AWS_INITIALIZING) && !run->aws_following)
+                verdict = EBS_HYDRATE_AWS_SNAPSHOT;
+        (void)snprintf(r->aws, sizeof(r->aws), "%s", verdict);
         manager_set_record_word(r->aws_snapshot_id, sizeof(r->aws_snapshot_id), f->snapshot_id);
         r->aws_progress = f->initialization_progress >= 0 && f->initialization_progress <= 100
                                   ? f->initialization_progress

@@ -58,6 +58,7 @@ typedef struct Manager {
         AwsFindings aws;        /* what the findings file said last; aws_known: it said it */
         bool aws_known;
         bool aws_following; /* AWS initializes the volume: no stage after the hot paths read */
+        uint64_t aws_seen_usec; /* CLOCK_MONOTONIC: when findings were last read */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
 } Manager;
 

@@ -22,15 +22,13 @@
 #define REPORT_BAD_RANGES_SHOWN 3
 
 const char *report_aws_nothing_cold(char *buf, size_t size, const AwsFindings *f) {
-        const char *why = NULL;
+        const char *verdict = findings_verdict(f), *why = NULL;
 
-        if (f->error[0])
-                return NULL;
-        if (f->source == FINDINGS_SOURCE_EMPTY)
+        if (streq(verdict, EBS_HYDRATE_AWS_EMPTY))
                 why = "created empty: nothing to hydrate";
-        else if (f->fast_restored == 1)
+        else if (streq(verdict, EBS_HYDRATE_AWS_FAST_RESTORED))
                 why = "restored with fast snapshot restore: nothing is cold";
-        else if (!streq(f->initialization_state, "completed"))
+        else if (!streq(verdict, EBS_HYDRATE_AWS_INITIALIZED))
                 return NULL;
         if (why)
                 (void)snprintf(buf, size, "%s", why);
@@ -93,7 +91,11 @@ char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFinding
                                key, f->error);
                 return buf;
         }
-        n = (size_t)snprintf(buf, size, "%s: AWS: restored from %s", key, f->snapshot_id);
+        n = f->source == FINDINGS_SOURCE_COPY
+                    ? (size_t)snprintf(buf, size, "%s: AWS: a copy of %s", key, f->source_volume_id)
+            : f->source == FINDINGS_SOURCE_EMPTY
+                    ? (size_t)snprintf(buf, size, "%s: AWS: created empty", key)
+                    : (size_t)snprintf(buf, size, "%s: AWS: restored from %s", key, f->snapshot_id);
         if (n < size && f->initialization_state[0])
                 n += (size_t)snprintf(buf + n, size - n, ", initialization %s%s%s",
                                       f->initialization_state, f->initialization_type[0] ? " " : "",

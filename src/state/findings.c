@@ -20,6 +20,7 @@
 static const char *const findings_source_table[_FINDINGS_SOURCE_MAX] = {
         [FINDINGS_SOURCE_SNAPSHOT] = EBS_HYDRATE_SOURCE_SNAPSHOT,
         [FINDINGS_SOURCE_EMPTY] = EBS_HYDRATE_SOURCE_EMPTY,
+        [FINDINGS_SOURCE_COPY] = EBS_HYDRATE_SOURCE_COPY,
 };
 
 DEFINE_STRING_TABLE_LOOKUP(findings_source, FindingsSource)
@@ -97,17 +98,24 @@ uid_t findings_helper_uid(void) {
         return pw ? pw->pw_uid : 0;
 }
 
+/* AWS's own initialization types, which fetch every block without our reads. */
+static bool aws_initializes(const char *type) {
+        return streq(type, "provisioned-rate") || streq(type, "volume-copy");
+}
+
 const char *findings_verdict(const AwsFindings *f) {
+        bool initializing = streq(f->initialization_state, "initializing");
+
         if (f->error[0])
                 return EBS_HYDRATE_AWS_UNAVAILABLE;
-        if (f->source == FINDINGS_SOURCE_EMPTY)
+        /* "empty" only when nothing says otherwise: a volume AWS is initializing is not */
+        if (f->source == FINDINGS_SOURCE_EMPTY && !initializing && !f->source_volume_id[0])
                 return EBS_HYDRATE_AWS_EMPTY;
         if (f->fast_restored == 1)
                 return EBS_HYDRATE_AWS_FAST_RESTORED;
         if (streq(f->initialization_state, "completed"))
                 return EBS_HYDRATE_AWS_INITIALIZED;
-        if (!f->status_error[0] && streq(f->initialization_state, "initializing") &&
-            streq(f->initialization_type, "provisioned-rate"))
+        if (!f->status_error[0] && initializing && aws_initializes(f->initialization_type))
                 return EBS_HYDRATE_AWS_INITIALIZING;
         return EBS_HYDRATE_AWS_SNAPSHOT;
 }
@@ -138,6 +146,7 @@ int findings_format(const AwsFindings *f, char *buf, size_t size) {
                 return -EINVAL;
         put(&o, EBS_HYDRATE_FINDINGS_SOURCE, "%s", findings_source_to_string(f->source));
         put_word(&o, EBS_HYDRATE_FINDINGS_SNAPSHOT_ID, f->snapshot_id);
+        put_word(&o, EBS_HYDRATE_FINDINGS_SOURCE_VOLUME_ID, f->source_volume_id);
         put(&o, EBS_HYDRATE_FINDINGS_FAST_RESTORED, "%s",
             f->fast_restored == FINDINGS_UNKNOWN ? "unknown"
             : f->fast_restored                   ? "yes"
@@ -224,6 +233,8 @@ static bool parse_field(Parse *p, unsigned k, const char *v, size_t len) {
                 return copy_number(&f->initialization_progress, 100, v, len);
         case 13:
                 return copy_number(&f->initialization_eta, INT64_MAX, v, len);
+        case 14:
+                return copy_word(f->source_volume_id, sizeof(f->source_volume_id), v, len);
         default:
                 return false;
         }
@@ -245,6 +256,7 @@ static const char *const keys[] = {
         EBS_HYDRATE_FINDINGS_INITIALIZATION_TYPE,
         EBS_HYDRATE_FINDINGS_INITIALIZATION_PROGRESS,
         EBS_HYDRATE_FINDINGS_INITIALIZATION_ETA,
+        EBS_HYDRATE_FINDINGS_SOURCE_VOLUME_ID,
 };
 
 static int findings_pair(const char *key, size_t key_len, const char *value, size_t value_len,
@@ -274,6 +286,8 @@ int findings_parse(const char *text, size_t size, AwsFindings *ret) {
         if (!p.f.error[0] && !(p.seen & 1u << 4)) /* an answer says where the volume came from */
                 return -EBADMSG;
         if (p.f.source == FINDINGS_SOURCE_SNAPSHOT && !p.f.snapshot_id[0])
+                return -EBADMSG;
+        if (p.f.source == FINDINGS_SOURCE_COPY && !p.f.source_volume_id[0])
                 return -EBADMSG;
         *ret = p.f;
         return 0;

@@ -25,6 +25,7 @@
 typedef enum FindingsSource {
         FINDINGS_SOURCE_SNAPSHOT,
         FINDINGS_SOURCE_EMPTY,
+        FINDINGS_SOURCE_COPY,
         _FINDINGS_SOURCE_MAX,
         _FINDINGS_SOURCE_INVALID = -EINVAL,
 } FindingsSource;
@@ -35,7 +36,8 @@ typedef struct AwsFindings {
         char error[FINDINGS_TEXT_MAX]; /* "": AWS answered; the fields below are set */
         FindingsSource source;
         char snapshot_id[FINDINGS_ID_MAX];
-        int64_t fast_restored; /* 1, 0, FINDINGS_UNKNOWN */
+        char source_volume_id[FINDINGS_ID_MAX]; /* FINDINGS_SOURCE_COPY's original */
+        int64_t fast_restored;                  /* 1, 0, FINDINGS_UNKNOWN */
         int64_t size_gib;
         int64_t initialization_rate; /* MiB/s */
         char status_error[FINDINGS_TEXT_MAX];

@@ -11,8 +11,8 @@ gets AWS's SignatureDoesNotMatch. The scenario (JSON) may hold:
   imds: false                 no IMDS at all (404 everywhere under /latest)
   role, region                the instance's role and region (default "ebs-hydrate", "us-east-1")
   credentials_ttl             seconds the role's credentials live (default 3600)
-  volumes: {id: {snapshot, fast_restored, init_rate, init_state, init_type, progress, eta,
-                 progress_step}}
+  volumes: {id: {snapshot, source_volume, fast_restored, init_rate, init_state, init_type,
+                 progress, eta, progress_step, status_lag}}
                               progress_step: each DescribeVolumeStatus after the first adds this
                               to progress (eta shrinks in step); at 100 init_state is "completed"
   deny: [Action, ...]         these actions answer UnauthorizedOperation (with deny_message)
@@ -63,6 +63,8 @@ def volume_xml(vid, v):
     extra = ""
     if "fast_restored" in v:
         extra += f"<fastRestored>{'true' if v['fast_restored'] else 'false'}</fastRestored>"
+    if v.get("source_volume"):
+        extra += f"<sourceVolumeId>{v['source_volume']}</sourceVolumeId>"
     if "init_rate" in v:
         extra += f"<volumeInitializationRate>{v['init_rate']}</volumeInitializationRate>"
     return (f"<item><volumeId>{vid}</volumeId><size>{v.get('size', 8)}</size>{snap}"
@@ -73,11 +75,13 @@ def volume_xml(vid, v):
 
 
 def advance(v):
-    """AWS's initialization moves on by progress_step at each ask after the first."""
+    """AWS's initialization moves on by progress_step at each ask after the first; with
+    status_lag N the first N asks do not show it at all (DescribeVolumeStatus lags)."""
+    with lock:
+        v["asked"] = v.get("asked", 0) + 1
     if "progress_step" not in v or v.get("init_state") != "initializing":
         return
     with lock:
-        v["asked"] = v.get("asked", 0) + 1
         if v["asked"] == 1:
             return
         before = v.get("progress", 0)
@@ -91,6 +95,8 @@ def advance(v):
 
 def status_xml(vid, v):
     details = "<item><name>io-enabled</name><status>passed</status></item>"
+    if v.get("status_lag", 0) >= v.get("asked", 1):  # AWS has not shown it yet
+        v = {k: x for k, x in v.items() if k not in ("init_state", "init_type")}
     if v.get("init_state"):
         details += f"<item><name>initialization-state</name><status>{v['init_state']}</status></item>"
     init = ""

@@ -7,7 +7,7 @@
 # helper against the stand-in (tests/aws/aws-stub.py) in a network namespace with only loopback.
 # Usage: aws.sh CASE PATH-TO-ebs-hydrated PATH-TO-ebs-hydrate-aws PATH-TO-ebs-hydratectl
 CASES=(empty-at-start fast-restored-mid-run snapshot-noted aws-error-noted planted-ignored
-       aws-off helper-to-daemon provisioned-follows follow-released helper-follows)
+       aws-off helper-to-daemon provisioned-follows follow-released helper-follows copy-not-empty)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -242,7 +242,8 @@ case_follow_released() {
     total=$(device_sectors "$dev")
     TIME_USEC=$(now_usec) findings "${INITIALIZING[@]}" INITIALIZATION_PROGRESS=10
     before=$(sectors_read "$dev")
-    hydrate "$dev" >"$WORK/out" 2>"$WORK/err" &
+    mkdir -p "$WORK/run"
+    RUNTIME_DIRECTORY="$WORK/run" hydrate "$dev" >"$WORK/out" 2>"$WORK/err" &
     pid=$!
     wait_for 10 said "then following AWS" || fail "it did not follow AWS: $(cat "$WORK/err")"
     wait_for 20 sectors_settled "$dev" 1 >/dev/null || fail "the reads did not stop"
@@ -254,6 +255,14 @@ case_follow_released() {
     assert_contains "$(cat "$WORK/err")" "$KEY: no longer following AWS's initialization (its status could not be had: EC2 answered HTTP 503: RequestLimitExceeded: Request limit exceeded.): hydrating" "the line"
     assert_contains "$(cat "$WORK/out")" "$KEY: hydrated" "summary"
     assert_le "$total" "$(($(sectors_read "$dev") - before))" "sectors read (all of it)"
+    # no longer followed: the record does not say "initializing" (that means "followed")
+    grep -qx 'AWS=snapshot' "$WORK/run/$KEY.record" || fail "the record says $(grep '^AWS=' "$WORK/run/$KEY.record")"
+
+    # dated a day ahead of this host's clock: no fresher than a stale one, not followed
+    rm -f "$STATE/$KEY.state"
+    TIME_USEC=$(($(now_usec) + 86400 * 1000000)) findings "${INITIALIZING[@]}"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run with findings from the future exited $?"
+    assert_not_contains "$(cat "$WORK/err")" "following AWS" "findings from the future"
 
     # 20 minutes old: the helper stopped asking long ago; the run hydrates as without AWS.
     rm -f "$STATE/$KEY.state"
@@ -261,6 +270,24 @@ case_follow_released() {
     out=$(hydrate "$dev" 2>"$WORK/err") || fail "run with stale findings exited $?"
     assert_contains "$out" "$KEY: hydrated" "stale findings"
     assert_not_contains "$(cat "$WORK/err")" "following AWS" "stale findings"
+}
+
+case_copy_not_empty() {
+    # No snapshot is not "empty" when the volume is a copy, nor while AWS says it initializes:
+    # those volumes have cold blocks. A copy AWS initializes is followed; the other hydrated.
+    local dev out
+    dev=$(make_loop 64M)
+    findings SOURCE=empty INITIALIZATION_STATE=initializing INITIALIZATION_TYPE=default
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    assert_contains "$out" "$KEY: hydrated, read 64.0 MiB of 64.0 MiB" "empty but initializing"
+    rm -f "$STATE/$KEY.state"
+    TIME_USEC=$(now_usec) findings SOURCE=copy SOURCE_VOLUME_ID=vol-0aaaaaaaaaaaaaaaa \
+        INITIALIZATION_STATE=initializing INITIALIZATION_TYPE=volume-copy INITIALIZATION_PROGRESS=10
+    hydrate "$dev" >"$WORK/out" 2>"$WORK/err" &
+    pid=$!
+    wait_for 10 said "$KEY: AWS initializes the volume" || fail "a copy AWS initializes is not followed: $(cat "$WORK/err")"
+    kill "$pid"
+    wait "$pid" || true
 }
 
 # End to end: the helper follows the stand-in's provisioned-rate initialization (one ask a

@@ -84,6 +84,19 @@ static void test_findings_verdict(void **state) {
         assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_EMPTY);
         strcpy(f.error, "no instance role");
         assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_UNAVAILABLE);
+
+        /* No snapshot is not "empty" while AWS initializes the volume, nor for a copy. */
+        f = answered();
+        f.source = FINDINGS_SOURCE_EMPTY;
+        strcpy(f.initialization_type, "default");
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_SNAPSHOT);
+        f = answered();
+        f.source = FINDINGS_SOURCE_COPY;
+        strcpy(f.source_volume_id, "vol-0aaaaaaaaaaaaaaaa");
+        strcpy(f.initialization_type, "volume-copy");
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_INITIALIZING);
+        strcpy(f.initialization_state, "");
+        assert_string_equal(findings_verdict(&f), EBS_HYDRATE_AWS_SNAPSHOT);
 }
 
 static void test_findings_error_only(void **state) {
@@ -133,6 +146,8 @@ static void test_findings_parse_refuses(void **state) {
                 "EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=" VOL "\nTIME_USEC=1\nSOURCE=empty\n"
                 "no equals sign\n",
                 "EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=../x\nTIME_USEC=1\nSOURCE=empty\n",
+                "EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=" VOL
+                "\nTIME_USEC=1\nSOURCE=copy\n", /* of? */
         };
         AwsFindings g;
 
@@ -143,6 +158,11 @@ static void test_findings_parse_refuses(void **state) {
                          "\nTIME_USEC=1\nSOURCE=empty\nNEW_KEY=whatever\n";
         assert_int_equal(findings_parse(ok, strlen(ok), &g), 0);
         assert_int_equal(g.source, FINDINGS_SOURCE_EMPTY);
+        ok = "EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=" VOL "\nTIME_USEC=1\nSOURCE=copy\n"
+             "SOURCE_VOLUME_ID=vol-0aaaaaaaaaaaaaaaa\n";
+        assert_int_equal(findings_parse(ok, strlen(ok), &g), 0);
+        assert_int_equal(g.source, FINDINGS_SOURCE_COPY);
+        assert_string_equal(g.source_volume_id, "vol-0aaaaaaaaaaaaaaaa");
 }
 
 static void test_findings_file(void **state) {
