@@ -22,15 +22,20 @@ readonly HERE
 readonly SUITE=bookworm
 readonly MIRROR=${EBS_HYDRATE_VM_MIRROR:-http://deb.debian.org/debian}
 readonly CACHE=${EBS_HYDRATE_VM_CACHE:-/var/cache/ebs-hydrate/vm}
-# Guest packages: init and device manager, the project's runtime libraries, test tools.
+# Guest packages: init and device manager, the project's runtime libraries (ebs-hydrate-aws's:
+# libcurl4 libexpat1 libssl3), test tools.
 readonly PACKAGES=(systemd systemd-sysv udev dbus kmod
     libaio1 libsystemd0 libudev1 libblkid1 libinih1 zlib1g libjson-c5
+    libcurl4 libexpat1 libssl3
     procps util-linux)
-# Kernel module trees nobody in the guest needs (the guest has no sound, GPU, NIC or USB).
+# Kernel module trees nobody in the guest needs (the guest has no sound, GPU, USB, and no NIC
+# but QEMU's virtio-net: the restricted user network that reaches the host's AWS stub).
 readonly MODULES_PRUNE=(sound drivers/gpu drivers/media drivers/net drivers/infiniband
     drivers/staging drivers/usb drivers/bluetooth drivers/iio drivers/hid drivers/input
     drivers/isdn drivers/mtd drivers/video drivers/comedi net/wireless net/mac80211
     net/bluetooth)
+# ... but for these (virtio_net needs net_failover; failover is in net/core, kept).
+readonly MODULES_KEEP=(drivers/net/virtio_net.ko drivers/net/net_failover.ko)
 
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() {
@@ -112,6 +117,9 @@ build_rootfs() {
     for p in "${MODULES_PRUNE[@]}"; do
         rm -rf "$dir/lib/modules/$KVER/kernel/$p"
     done
+    for p in "${MODULES_KEEP[@]}"; do
+        install -D -m 0644 "/lib/modules/$KVER/kernel/$p" "$dir/lib/modules/$KVER/kernel/$p"
+    done
     # No machine id: each image gets its own (assemble), so no first-boot logic runs.
     : >"$dir/etc/machine-id"
 }
@@ -187,6 +195,9 @@ stage_guest_files() {
     chown -R root:root "$tree/etc/systemd/system" "$tree/etc/udev/rules.d" "$tree/usr/local/sbin"
     chmod 0755 "$tree/usr/local/sbin/test-backdoor"
     mkdir -p "$tree/var/log/journal" # persistent journal: journalctl -b -1 after a reboot
+    # eth0's static address (guest/etc/systemd/network): no DHCP, nothing asked of the network.
+    chroot "$tree" systemctl enable --quiet systemd-networkd.service >&2 ||
+        die "enabling systemd-networkd failed"
     systemd-machine-id-setup --root="$tree" >/dev/null 2>&1 ||
         tr -d - </proc/sys/kernel/random/uuid >"$tree/etc/machine-id"
 }
