@@ -256,8 +256,14 @@ class Machine:
     on the way out, whatever happened."""
 
     def __init__(self, image, memory=1024, smp=2, machine="pc", cpu=None, append="",
-                 qemu_args=(), workdir=None):
+                 qemu_args=(), workdir=None, network=None):
+        """@network: None (no NIC), or {"10.0.2.100:80": PORT_FILE, ...}: a virtio NIC on a
+        restricted QEMU user network (restrict=on: no packet leaves it, the host is not
+        reachable) whose only peers are these guest addresses, each forwarded to the server on
+        the host's 127.0.0.1 whose port PORT_FILE holds when the guest connects (host-relay.py).
+        The guest configures eth0 statically (guest/etc/systemd/network)."""
         self.image = image
+        self.network = dict(network or {})
         self.memory, self.smp, self.machine_type, self.append = memory, smp, machine, append
         self.cpu, self.extra_args = cpu, list(qemu_args)
         self.workdir = workdir or tempfile.mkdtemp(prefix="ebs-hydrate-vm.")
@@ -318,6 +324,8 @@ class Machine:
                 "-device", "virtio-rng-pci"]
         if self.cpu:
             args += ["-cpu", self.cpu]
+        if self.network:
+            args += ["-netdev", self._netdev(), "-device", "virtio-net-pci,netdev=n0"]
         args += self.extra_args
         for vol in self.volumes.values():
             if vol.attached:
@@ -328,6 +336,19 @@ class Machine:
 
     def _path(self, name):
         return os.path.join(self.workdir, name)
+
+    def _netdev(self):
+        """QEMU's user network, restricted: no DHCP answers used, no DNS, no route out; only
+        guestfwd rules, each running host-relay.py for each connection (a chardev guestfwd would
+        be one connection, opened when QEMU starts)."""
+        relay = os.path.join(HERE, "host-relay.py")
+        opts = ["user", "id=n0", "restrict=on", "ipv6=off", "net=10.0.2.0/24"]
+        for addr, port_file in sorted(self.network.items()):
+            words = (sys.executable, relay, os.path.abspath(port_file))
+            if any(re.search(r"[\s,'\"\\]", w) for w in words):
+                raise VMError("a space, comma or quote in a guestfwd path: %r" % (words,))
+            opts.append("guestfwd=tcp:%s-cmd:%s" % (addr, " ".join(words)))
+        return ",".join(opts)
 
     def start(self):
         """Start QEMU and connect to QMP and the backdoor port; returns at once (the guest
