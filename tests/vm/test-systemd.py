@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Issues 3, 6 and 7, in a QEMU guest with real systemd, udev and D-Bus: the Debian package,
+"""Issues 3, 6, 7 and 25, in a QEMU guest with real systemd, udev and D-Bus: the Debian package,
 installed with dpkg -i, hydrates cold EBS volumes by itself: its unit, udev rule, D-Bus policy,
 ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
 
@@ -37,6 +37,12 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
       readable (no warning); a reader in the guest on a hot-plugged hydrating volume makes
       STATUS=, D-Bus Yielding and ebs-hydratectl say "yielding", which ends after the reader
       does; with a Yield=no drop-in and a restart the same reader changes nothing
+  k   what AWS knows, over the guest's restricted network to tests/aws/aws-stub.py on the host:
+      a hot-plugged volume the stub says was created empty: udev starts ebs-hydrate-aws@ under
+      its shipped unit (a drop-in only names the stub), which asks IMDSv2 and EC2 (SigV4) and
+      writes its findings; ebs-hydrated completes "without reading" within 5 s of the device
+      appearing and reads nothing more. With Aws=no for another volume the helper asks nothing
+      and that volume is hydrated as today
   f   dpkg --purge while a hot-plugged third volume hydrates: no instance, process, bus name,
       unit, rule, state or metrics file is left, and a new udev event on the volume starts
       nothing
@@ -99,6 +105,10 @@ VOL_H = Vol("h", "vol0e1d0000000000005", 512 * MIB, 4 * MIB)
 # Not EBS (no "vol" serial): no instance ever reads it, so what the guest kernel counts for it
 # is what udev's probes read at boot; step e compares the hydrated volumes with it.
 VOL_BASE = Vol("base", "base0000000000000000", 1024 * MIB, 0)
+# Step k: created empty (the stub's DescribeVolumes has no SnapshotId); 1 GiB at 16 MiB/s, a
+# minute of reading had AWS not said so. n: the same with Aws=no in a drop-in, read as today.
+VOL_K = Vol("k", "vol0a5e0000000000001", 1024 * MIB, 16 * MIB)
+VOL_N = Vol("n", "vol0a5e0000000000002", 1024 * MIB, 16 * MIB)
 LATENCY_MS = 90
 STATUS_RE = re.compile(r"^(vol-[0-9a-f]{17}): (\d+\.\d)% hydrated \(([^)]+) of ([^)]+)\), "
                        r"(\d+(\.\d+)? [KMGT]?i?B/s), about .+ left$")
@@ -197,6 +207,8 @@ def attach(m, vol, hotplug):
 PACKAGE = "ebs-hydrate"
 # What the package must put in place (Debian 12 paths: units and rules under /lib).
 PACKAGE_FILES = ("/usr/sbin/ebs-hydrated", "/usr/bin/ebs-hydratectl", "/lib/udev/ebs-hydrate-id",
+                 "/usr/sbin/ebs-hydrate-aws", "/lib/systemd/system/ebs-hydrate-aws@.service",
+                 "/usr/share/man/man8/ebs-hydrate-aws.8.gz",
                  "/lib/udev/rules.d/90-ebs-hydrate.rules", "/lib/systemd/system/ebs-hydrate@.service",
                  "/lib/systemd/system/ebs-hydrate-metrics.service",
                  "/lib/systemd/system/ebs-hydrate-metrics.timer",
@@ -922,6 +934,224 @@ def step_h(m):
         m.remove_volume(vol.name)
 
 
+# ---- step k: what AWS knows (ebs-hydrate-aws under its unit, the host's stub) --------------
+
+AWS_STUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "aws", "aws-stub.py")
+# The guest's only network peer: QEMU forwards it to the stub on the host's 127.0.0.1
+# (vm.Machine(network=...), a restricted user network). IMDS and EC2 both, as the stub serves.
+STUB_GUEST_ADDR = "10.0.2.100:80"
+STUB_URL = "http://10.0.2.100"
+AWS_DIR = "/var/lib/ebs-hydrate-aws"
+AWS_DROPIN = "/etc/systemd/system/ebs-hydrate-aws@.service.d/stub.conf"
+# On EC2, ebs-hydrate-id reads the volume id from the NVMe identify data and the shipped rule
+# starts ebs-hydrate-aws@ only then (EBS_VOLUME_ID=vol-...). QEMU's identify data is not EBS's:
+# for this step's two volumes only, this rule says what ebs-hydrate-id says on EC2.
+AWS_RULE = "/etc/udev/rules.d/89-ebs-hydrate-test-aws.rules"
+AWS_CONF = "/etc/ebs-hydrate/hydrate.conf.d/50-step-k.conf"
+
+
+class Stub:
+    """tests/aws/aws-stub.py on the host's 127.0.0.1: its port goes to the file the guest's
+    forward reads (host-relay.py), one JSON line per request to its log."""
+
+    def __init__(self, workdir):
+        self.port_file = os.path.join(workdir, "aws-stub.port")
+        self.log = os.path.join(workdir, "aws-stub.log")
+        self.scenario = os.path.join(workdir, "aws-stub.json")
+        self.proc = None
+
+    def start(self, scenario):
+        with open(self.scenario, "w") as f:
+            json.dump(scenario, f)
+        for path in (self.port_file, self.log):
+            if os.path.exists(path):
+                os.unlink(path)
+        open(self.log, "w").close()
+        self.proc = subprocess.Popen([sys.executable, AWS_STUB, self.scenario, self.port_file,
+                                      self.log], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     preexec_fn=vm._die_with_parent)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                out = self.proc.stdout.read().decode(errors="replace") if self.proc.poll() \
+                    is not None else "no port after 20 s"
+                raise StepFailed("the AWS stub did not start: " + out.strip()[-500:])
+            time.sleep(0.1)
+        with open(self.port_file) as f:
+            self.port = int(f.read())
+        vm.log("AWS stub on 127.0.0.1:%d (guest: %s)" % (self.port, STUB_URL))
+
+    def requests(self):
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def stop(self):
+        if os.path.exists(self.port_file):
+            os.unlink(self.port_file)  # the guest's forward reaches nothing any more
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def unit_show(m, unit, *props):
+    out = m.succeed("systemctl show -p %s %s" % (",".join(props), unit))
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def helper_ran(m, unit, timeout=60):
+    """The oneshot helper unit's properties once its process exited."""
+    deadline = time.monotonic() + timeout
+    props = ("ActiveState", "SubState", "Result", "ExecMainStatus", "ExecMainExitTimestampMonotonic",
+             "InvocationID", "User", "DropInPaths", "PrivateDevices", "RestrictAddressFamilies")
+    while True:
+        p = unit_show(m, unit, *props)
+        if p["ExecMainExitTimestampMonotonic"] not in ("", "0") and \
+                p["ActiveState"] != "activating":
+            return p
+        if time.monotonic() > deadline:
+            raise StepFailed("%s did not run within %d s: %s" % (unit, timeout, p))
+        time.sleep(0.5)
+
+
+def device_appeared_usec(m, kname):
+    """When udev first saw the disk (USEC_INITIALIZED: CLOCK_MONOTONIC, as systemd's stamps)."""
+    out = m.succeed("udevadm info --query=property --name=/dev/%s" % kname)
+    return int(re.search(r"^USEC_INITIALIZED=(\d+)$", out, re.M).group(1))
+
+
+def guest_now_usec(m):
+    return int(float(m.succeed("cut -d' ' -f1 /proc/uptime")) * 1e6)
+
+
+def step_k(m, stub):
+    vol, off = VOL_K, VOL_N
+    stub.start({"volumes": {vol.volume_id: {"size": 1},
+                            off.volume_id: {"size": 1, "snapshot": "snap-0a5e00001"}}})
+    try:
+        m.write_file(AWS_RULE, "".join(
+            'SUBSYSTEM=="block", KERNEL=="nvme*n*", ENV{DEVTYPE}=="disk", '
+            'ENV{ID_SERIAL_SHORT}=="%s", ENV{EBS_VOLUME_ID}="%s"\n' % (v.serial, v.volume_id)
+            for v in (vol, off)))
+        m.write_file(AWS_DROPIN, "[Service]\nEnvironment=AWS_ENDPOINT_URL=%s\n"
+                     "Environment=AWS_EC2_METADATA_SERVICE_ENDPOINT=%s\n" % (STUB_URL, STUB_URL))
+        m.succeed("udevadm control --reload && systemctl daemon-reload")
+        _step_k_empty(m, stub, vol)
+        _step_k_aws_off(m, stub, off, vol)
+    finally:
+        stub.stop()
+        m.run("rm -rf %s %s %s; rmdir %s 2>/dev/null; udevadm control --reload; "
+              "systemctl daemon-reload" % (AWS_RULE, os.path.dirname(AWS_DROPIN), AWS_CONF,
+                                           os.path.dirname(AWS_CONF)))
+
+
+def _step_k_empty(m, stub, vol):
+    # The network is the forward and nothing else: the host's own address is not reachable.
+    rc, _, _ = m.run("timeout 3 bash -c 'exec 3<>/dev/tcp/10.0.2.2/%d'" % stub.port)
+    check(rc != 0, "restricted network: the guest cannot reach the host (10.0.2.2:%d)"
+          % stub.port)
+    attach(m, vol, hotplug=True)
+    t0 = time.monotonic()
+    vol.kname = m.block_device(vol.serial)
+    unit, helper = unit_of(vol), "ebs-hydrate-aws@%s.service" % vol.kname
+    p = wait_unit(m, unit, finished, "finished", 60)
+    vm.log("%s finished %.1f s after device_add (host clock, 1 s polls)"
+           % (unit, time.monotonic() - t0))
+    read = bytes_read(m, vol.kname)
+    h = helper_ran(m, helper)
+    log = m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % h["InvocationID"])
+    vm.log_output("journal of %s and %s:" % (helper, unit), m.succeed(
+        "journalctl --no-pager -o short-monotonic -u %s -u %s" % (helper, unit)))
+    vm.log("%s: %s" % (helper, h))
+    check(h["Result"] == "success" and h["ExecMainStatus"] == "0",
+          "%s ran, started by udev, exit 0" % helper,
+          "result %s, exit %s" % (h["Result"], h["ExecMainStatus"]))
+    check(h["User"] == "ebs-hydrate-aws" and h["PrivateDevices"] == "yes" and
+          h["DropInPaths"] == AWS_DROPIN,
+          "... under its shipped unit (user ebs-hydrate-aws, PrivateDevices=yes), the only "
+          "drop-in the stub's address", "%s; %s" % (h["User"], h["DropInPaths"]))
+    check(re.search(r"^SOURCE=empty$", log, re.M) and re.search(
+        r"^VOLUME_ID=%s$" % vol.volume_id, log, re.M),
+          "its journal has the findings: VOLUME_ID=%s, SOURCE=empty" % vol.volume_id)
+    path = "%s/%s.aws" % (AWS_DIR, vol.volume_id)
+    owner, text = m.succeed("stat -c '%%U %%a' %s && cat %s" % (path, path)).split("\n", 1)
+    check(owner.split()[0] == "ebs-hydrate-aws" and "SOURCE=empty\n" in text,
+          "%s exists, owned by ebs-hydrate-aws, says SOURCE=empty" % path, owner)
+    ec2 = [r for r in stub.requests() if r.get("action")]
+    vm.log("stub requests: %s" % json.dumps(stub.requests()))
+    check(any(r["action"] == "DescribeVolumes" and r["volume"] == vol.volume_id and
+              r["signature_ok"] and r["token"] for r in ec2) and
+          all(r["signature_ok"] for r in ec2),
+          "the stub saw DescribeVolumes for %s, SigV4-signed with the role's credentials from "
+          "IMDSv2 (all %d EC2 requests signed right)" % (vol.volume_id, len(ec2)))
+    check(p["ActiveState"] == "active" and p["SubState"] == "exited" and p["Result"] == "success",
+          "%s: active (exited)" % unit, "%s/%s %s" % (p["ActiveState"], p["SubState"],
+                                                      p["Result"]))
+    check("complete without reading" in p["StatusText"] and "created empty" in p["StatusText"]
+          and "(AWS)" in p["StatusText"] and vol.volume_id in p["StatusText"],
+          "STATUS says complete without reading, created empty (AWS)", repr(p["StatusText"]))
+    v = json.loads(m.succeed("ebs-hydratectl status --json %s" % vol.volume_id))["volumes"][0]
+    vm.log("ebs-hydratectl: %r" % v)
+    check(v["state"] == "completed", "ebs-hydratectl says completed", v["state"])
+    appeared = device_appeared_usec(m, vol.kname)
+    d = unit_show(m, unit, "ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic")
+    hs = unit_show(m, helper, "ExecMainStartTimestampMonotonic")
+    at = [(int(t) - appeared) / 1e6 for t in (
+        d["ExecMainStartTimestampMonotonic"], hs["ExecMainStartTimestampMonotonic"],
+        h["ExecMainExitTimestampMonotonic"], d["ExecMainExitTimestampMonotonic"])]
+    vm.log("after the device appeared: ebs-hydrated started at %.2f s, ebs-hydrate-aws at %.2f s, "
+           "which exited at %.2f s; ebs-hydrated exited at %.2f s" % tuple(at))
+    secs = vol.completed_after = at[3]
+    check(0 < secs <= 5, "completed (ebs-hydrated exited) %.2f s after the device appeared "
+          "(udev's USEC_INITIALIZED; the helper had answered at %.2f s)" % (secs, at[2]),
+          "target 5 s")
+    time.sleep(3)
+    again = bytes_read(m, vol.kname)
+    check(again == read, "nothing read after completion", "%d then %d bytes" % (read, again))
+    vol.read = read
+    rig = m.hydrated(vol.name)[0]
+    vm.log("%s: %.1f MiB read by the guest, %.1f MiB fetched by the rig"
+           % (vol.volume_id, read / MIB, rig / MIB))
+    check(read <= vol.size // 16, "only what was read before AWS's word: %.1f MiB of %d MiB"
+          % (read / MIB, vol.size // MIB), "rig %.1f MiB" % (rig / MIB))
+
+
+def _step_k_aws_off(m, stub, vol, ref):
+    m.write_file(AWS_CONF, "[Match]\nVolumeId=%s\n[Hydrate]\nAws=no\n" % vol.volume_id)
+    asked = len(stub.requests())
+    attach(m, vol, hotplug=True)
+    try:
+        vol.kname = m.block_device(vol.serial)
+        unit, helper = unit_of(vol), "ebs-hydrate-aws@%s.service" % vol.kname
+        # What a run that AWS does not stop reads in as long as the empty one took.
+        appeared = device_appeared_usec(m, vol.kname)
+        while guest_now_usec(m) < appeared + ref.completed_after * 1e6:
+            time.sleep(0.2)
+        normal = bytes_read(m, vol.kname)
+        vm.log("without AWS's word %s read %.1f MiB in its first %.2f s (the empty one %.1f MiB)"
+               % (vol.volume_id, normal / MIB, ref.completed_after, ref.read / MIB))
+        h = helper_ran(m, helper)
+        log = m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s"
+                        % h["InvocationID"])
+        vm.log_output("journal of %s:" % helper, log)
+        check(h["Result"] == "success" and "Aws=no in the configuration: not asking AWS" in log,
+              "Aws=no: %s says it does not ask AWS" % helper, "result %s" % h["Result"])
+        check(len(stub.requests()) == asked, "... and the stub got no request",
+              "%d new" % (len(stub.requests()) - asked))
+        rc, _, _ = m.run("test -e %s/%s.aws" % (AWS_DIR, vol.volume_id))
+        check(rc != 0, "... and wrote no findings")
+        p = unit_props(m, unit)
+        check(p["SubState"] == "running" and "% hydrated" in p["StatusText"],
+              "%s hydrates as without AWS" % unit, repr(p["StatusText"]))
+        # +16 MiB: the reads in flight when the empty one completed (1 s at the cap).
+        check(ref.read <= normal + 16 * MIB, "the empty volume read no more than this run did "
+              "in as long (+16 MiB): AWS's word only stopped the reading",
+              "%.1f MiB, here %.1f MiB" % (ref.read / MIB, normal / MIB))
+    finally:
+        m.set_volume_rate(vol.name, 0)
+        m.remove_volume(vol.name)
+
+
 def step_f(m):
     vol = VOL_C
     attach(m, vol, hotplug=True)
@@ -993,7 +1223,7 @@ class Runner:
         return "\n".join(lines)
 
 
-def run(m, timer, restart, deb, data):
+def run(m, timer, restart, deb, data, stub):
     r = Runner(m, timer)
     attach(m, VOL_A, hotplug=False)
     m.add_cold_volume(VOL_BASE.name, VOL_BASE.serial, VOL_BASE.size, latency_ms=0)
@@ -1022,6 +1252,7 @@ def run(m, timer, restart, deb, data):
     r.step("e: reboot: already hydrated, nothing read", step_e, restart)
     r.step("g: Mode=used, GETFSMAP and HotPaths= under the unit", step_g, data)
     r.step("h: yields to a workload on the volume; Yield=no does not", step_h)
+    r.step("k: created empty: AWS's word (helper, stub on the host) completes it", step_k, stub)
     r.step("f: dpkg --purge while hydrating: nothing left", step_f)
     return r
 
@@ -1054,12 +1285,16 @@ def main():
                                    deb=os.path.abspath(args.deb))
             data = os.path.join(workdir, "vol-d.img")
             make_ext4_image(data, VOL_D.size)
-        with vm.Machine(image, workdir=os.path.join(workdir, "machine")) as m:
+        stub = Stub(workdir)
+        with vm.Machine(image, workdir=os.path.join(workdir, "machine"),
+                        network={STUB_GUEST_ADDR: stub.port_file}) as m:
             try:
-                runner = run(m, timer, args.reboot == "restart", args.deb, data)
+                runner = run(m, timer, args.reboot == "restart", args.deb, data, stub)
             except BaseException:
                 print("--- guest console (last lines)\n" + m.console_tail(80), flush=True)
                 raise
+            finally:
+                stub.stop()
     finally:
         if runner:
             print(runner.summary(), flush=True)
