@@ -1047,7 +1047,10 @@ def step_k(m, stub):
 
 def _step_k_empty(m, stub, vol):
     # The network is the forward and nothing else: the host's own address is not reachable.
-    rc, _, _ = m.run("timeout 3 bash -c 'exec 3<>/dev/tcp/10.0.2.2/%d'" % stub.port)
+    connect = "timeout 3 bash -c 'exec 3<>/dev/tcp/%s/%d'"
+    rc, _, err = m.run(connect % ("10.0.2.100", 80))
+    check(rc == 0, "the guest reaches the stub at %s" % STUB_URL, err.strip())
+    rc, _, _ = m.run(connect % ("10.0.2.2", stub.port))
     check(rc != 0, "restricted network: the guest cannot reach the host (10.0.2.2:%d)"
           % stub.port)
     attach(m, vol, hotplug=True)
@@ -1179,10 +1182,10 @@ def step_f(m):
     check(rc == 0 and units == "", "no ebs-hydrate@ unit is even loaded", units)
     names = m.succeed("busctl list --no-legend --acquired | awk '{print $1}'")
     check("org.ebshydrate" not in names, "no org.ebshydrate name is on the bus")
-    rc, out, _ = m.run("ls -d %s %s %s/ebs-hydrate.prom 2>/dev/null"
-                       % (" ".join(PACKAGE_FILES), STATE_DIR, TEXTFILE_DIR))
-    check(out.strip() == "", "no file of the package, no state directory and no metrics file "
-          "is left", out.strip().replace("\n", " "))
+    rc, out, _ = m.run("ls -d %s %s %s %s/ebs-hydrate.prom 2>/dev/null"
+                       % (" ".join(PACKAGE_FILES), STATE_DIR, AWS_DIR, TEXTFILE_DIR))
+    check(out.strip() == "", "no file of the package, no state directory (the hydrator's, "
+          "ebs-hydrate-aws's) and no metrics file is left", out.strip().replace("\n", " "))
     # The rule is gone from udev too: a new event for the volume starts nothing.
     m.succeed("udevadm trigger --action=change --settle /dev/%s" % vol.kname)
     time.sleep(3)
