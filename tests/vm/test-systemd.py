@@ -1000,10 +1000,11 @@ def unit_show(m, unit, *props):
 
 
 def helper_ran(m, unit, timeout=60):
-    """The oneshot helper unit's properties once its process exited."""
+    """The helper unit's properties once its process exited (nothing to follow: it answers once)."""
     deadline = time.monotonic() + timeout
-    props = ("ActiveState", "SubState", "Result", "ExecMainStatus", "ExecMainExitTimestampMonotonic",
-             "InvocationID", "User", "DropInPaths", "PrivateDevices", "RestrictAddressFamilies")
+    props = ("ActiveState", "SubState", "Result", "ExecMainStatus",
+             "ExecMainExitTimestampMonotonic", "InvocationID", "User", "DropInPaths",
+             "PrivateDevices", "RestrictAddressFamilies")
     while True:
         p = unit_show(m, unit, *props)
         if p["ExecMainExitTimestampMonotonic"] not in ("", "0") and \
