@@ -344,7 +344,8 @@ class Machine:
         relay = os.path.join(HERE, "host-relay.py")
         opts = ["user", "id=n0", "restrict=on", "ipv6=off", "net=10.0.2.0/24"]
         for addr, port_file in sorted(self.network.items()):
-            words = (sys.executable, relay, os.path.abspath(port_file))
+            # -I -S: no site packages nor environment; a third of the start-up, once a request
+            words = (sys.executable, "-I", "-S", relay, os.path.abspath(port_file))
             if any(re.search(r"[\s,'\"\\]", w) for w in words):
                 raise VMError("a space, comma or quote in a guestfwd path: %r" % (words,))
             opts.append("guestfwd=tcp:%s-cmd:%s" % (addr, " ".join(words)))
