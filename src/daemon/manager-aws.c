@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -162,6 +163,16 @@ static int on_aws_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* A findings file renamed into place or written: looked at now, not at the next second. */
+static int on_aws_inotify(sd_event_source *s, const struct inotify_event *e, void *userdata) {
+        Manager *run = userdata;
+
+        (void)s;
+        (void)e;
+        (void)manager_aws_check(run);
+        return 0;
+}
+
 int manager_aws_watch(Manager *run) {
         uint64_t now;
         int r;
@@ -173,6 +184,12 @@ int manager_aws_watch(Manager *run) {
                               now + AWS_CHECK_INTERVAL_USEC, USEC_PER_SEC / 10, on_aws_timer, run);
         if (r >= 0) /* again and again, each time from its own deadline (on_aws_timer()) */
                 r = sd_event_source_set_enabled(run->aws_timer, SD_EVENT_ON);
+        /* At once when the helper answers; the timer stays for a directory that appears only
+         * later (the helper's unit creates it), and for the silence it measures. */
+        if (r >= 0 && sd_event_add_inotify(run->event, &run->aws_inotify, findings_dir(),
+                                           IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR,
+                                           on_aws_inotify, run) < 0)
+                run->aws_inotify = NULL;
         return r < 0 ? log_error_errno(r, "Failed to watch for AWS's findings: %m") : 0;
 }
 

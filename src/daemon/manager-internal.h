@@ -50,14 +50,15 @@ typedef struct Manager {
         VolumeRecord record_last;          /* that one, tried again at each publication */
         /* What AWS said (manager-aws.c): */
         sd_event_source *aws_timer;
-        uid_t aws_uid; /* the helper's user, whose findings are believed */
-        ino_t aws_ino; /* the findings file last read: a new one is read again */
+        sd_event_source *aws_inotify; /* the findings directory, when it exists at the start */
+        uid_t aws_uid;                /* the helper's user, whose findings are believed */
+        ino_t aws_ino;                /* the findings file last read: a new one is read again */
         struct timespec aws_mtime;
         off_t aws_size;
         const char *aws_reason; /* set: AWS said nothing is cold, and the run completed */
         AwsFindings aws;        /* what the findings file said last; aws_known: it said it */
         bool aws_known;
-        bool aws_following; /* AWS initializes the volume: no stage after the hot paths read */
+        bool aws_following;     /* AWS initializes the volume: no stage after the hot paths read */
         uint64_t aws_seen_usec; /* CLOCK_MONOTONIC: when findings were last read */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
 } Manager;

@@ -359,6 +359,7 @@ static void manager_done(Manager *run) {
         sd_event_source_disable_unref(run->status_timer);
         sd_event_source_disable_unref(run->phase_timer);
         sd_event_source_disable_unref(run->aws_timer);
+        sd_event_source_disable_unref(run->aws_inotify);
         sd_event_unref(run->event);
         free(run->state_dir);
         free(run->runtime_dir);

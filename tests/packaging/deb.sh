@@ -83,6 +83,16 @@ grep -q 'SYSTEMD_WANTS}+="ebs-hydrate-aws@%k.service"' "$work/root/lib/udev/rule
     bad "the udev rule does not start ebs-hydrate-aws@%k.service"
 grep -q '^u ebs-hydrate-aws ' "$work/root/usr/lib/sysusers.d/ebs-hydrate.conf" ||
     bad "sysusers.d creates no ebs-hydrate-aws user"
+# What the postinst's systemd-sysusers will make of the file, into an empty root: a line it
+# refuses (a colon in a GECOS field did) leaves both service users uncreated on the host.
+if command -v systemd-sysusers >/dev/null; then
+    mkdir -p "$work/sysroot/etc"
+    systemd-sysusers --root="$work/sysroot" --dry-run "$work/root/usr/lib/sysusers.d/ebs-hydrate.conf" \
+        >"$work/sysusers.out" 2>&1 || bad "systemd-sysusers refuses the package's sysusers.d file: $(cat "$work/sysusers.out")"
+    for u in ebs-hydrate ebs-hydrate-aws; do
+        grep -q "Creating user '$u'" "$work/sysusers.out" || bad "systemd-sysusers would not create $u"
+    done
+fi
 
 depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libaio1 libsystemd0 libudev1 libinih1 libjson-c5 zlib1g libcurl4 libexpat1 libssl3 systemd udev dbus; do
