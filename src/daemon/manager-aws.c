@@ -153,12 +153,15 @@ int manager_aws_check(Manager *run) {
         return 0;
 }
 
+static void watch_directory(Manager *run);
+
 static int on_aws_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *run = userdata;
 
         (void)manager_aws_check(run);
         if (run->aws_reason)
                 return 0; /* on_finished() ends the loop */
+        watch_directory(run);
         (void)sd_event_source_set_time(s, usec + AWS_CHECK_INTERVAL_USEC);
         return 0;
 }
@@ -173,6 +176,16 @@ static int on_aws_inotify(sd_event_source *s, const struct inotify_event *e, voi
         return 0;
 }
 
+/* The watch, once the directory exists: the helper's unit creates it, often just after us. */
+static void watch_directory(Manager *run) {
+        if (run->aws_inotify)
+                return;
+        if (sd_event_add_inotify(run->event, &run->aws_inotify, findings_dir(),
+                                 IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR, on_aws_inotify,
+                                 run) < 0)
+                run->aws_inotify = NULL;
+}
+
 int manager_aws_watch(Manager *run) {
         uint64_t now;
         int r;
@@ -185,11 +198,10 @@ int manager_aws_watch(Manager *run) {
         if (r >= 0) /* again and again, each time from its own deadline (on_aws_timer()) */
                 r = sd_event_source_set_enabled(run->aws_timer, SD_EVENT_ON);
         /* At once when the helper answers; the timer stays for a directory that appears only
-         * later (the helper's unit creates it), and for the silence it measures. */
-        if (r >= 0 && sd_event_add_inotify(run->event, &run->aws_inotify, findings_dir(),
-                                           IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR,
-                                           on_aws_inotify, run) < 0)
-                run->aws_inotify = NULL;
+         * later (the helper's unit creates it: the timer then adds the watch), and for the
+         * silence it measures. */
+        if (r >= 0)
+                watch_directory(run);
         return r < 0 ? log_error_errno(r, "Failed to watch for AWS's findings: %m") : 0;
 }
 
