@@ -182,7 +182,9 @@ static void copy_text(char *dst, size_t size, struct json_object *v, bool word) 
 int ebs_parse_error(const char *json, size_t size, long status, AwsError *ret) {
         _cleanup_(json_object_putp) struct json_object *o = parse_object(json, size);
         struct json_object *v = NULL;
-        char reason[EC2_WORD_MAX] = "", message[AWS_ERROR_MESSAGE_MAX] = "", type[EC2_WORD_MAX];
+        /* "REASON: Message" fits AwsError.message whole: the message is cut to what is left */
+        char reason[EC2_WORD_MAX] = "", message[AWS_ERROR_MESSAGE_MAX - EC2_WORD_MAX - 2] = "";
+        char type[EC2_WORD_MAX];
         const char *hash, *name;
 
         *ret = (AwsError){};
