@@ -29,6 +29,17 @@ hydrate() {
         --state-key="$KEY" "$@"
 }
 
+# start_hydrate ARGS...: the daemon in the background as a process of its own (a subshell,
+# which "hydrate ... &" would be, passes no signal on), its output in $WORK/out and err; its
+# PID in $DPID, which the EXIT trap stops: a run that follows AWS never ends by itself.
+DPID=
+start_hydrate() {
+    "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never \
+        --state-key="$KEY" "$@" >"$WORK/out" 2>"$WORK/err" &
+    DPID=$!
+}
+trap '[ -z "$DPID" ] || { kill "$DPID" 2>/dev/null || true; wait "$DPID" 2>/dev/null || true; }; cleanup' EXIT
+
 # findings LINES...: <KEY>.aws with the version, the volume and a time, then LINES.
 findings() {
     { printf 'EBS_HYDRATE_AWS_FINDINGS=1\nVOLUME_ID=%s\nTIME_USEC=%s\n' "$KEY" "${TIME_USEC:-1}"
@@ -56,8 +67,8 @@ case_fast_restored_mid_run() {
     total=$(device_sectors "$dev")
     before=$(sectors_read "$dev")
     # 16 MiB/s: 16 s for the device, unless AWS's word ends it.
-    hydrate --rate-limit=16M "$dev" >"$WORK/out" 2>"$WORK/err" &
-    pid=$!
+    start_hydrate --rate-limit=16M "$dev"
+    pid=$DPID
     sleep 2
     findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=yes
     wait_for 5 gone "$pid" || fail "the run did not end within 5 s of the findings"
@@ -195,9 +206,8 @@ case_provisioned_follows() {
     LISTENER=$!
     for _ in $(seq 50); do [ -S "$WORK/notify.sock" ] && break; sleep 0.1; done
     mkdir -p "$WORK/run"
-    RUNTIME_DIRECTORY="$WORK/run" NOTIFY_SOCKET="$WORK/notify.sock" hydrate --rate-limit=32M "$dev" \
-        >"$WORK/out" 2>"$WORK/err" &
-    pid=$!
+    RUNTIME_DIRECTORY="$WORK/run" NOTIFY_SOCKET="$WORK/notify.sock" start_hydrate --rate-limit=32M "$dev"
+    pid=$DPID
     wait_for 10 said "$KEY: AWS initializes the volume (provisioned rate 300 MiB/s, 10%, about 20 min left): reading its metadata and hot paths only, then following AWS" ||
         fail "no line saying it follows AWS: $(cat "$WORK/err")"
     wait_for 20 sectors_settled "$dev" 2 >/dev/null || fail "the reads did not stop"
@@ -243,8 +253,8 @@ case_follow_released() {
     TIME_USEC=$(now_usec) findings "${INITIALIZING[@]}" INITIALIZATION_PROGRESS=10
     before=$(sectors_read "$dev")
     mkdir -p "$WORK/run"
-    RUNTIME_DIRECTORY="$WORK/run" hydrate "$dev" >"$WORK/out" 2>"$WORK/err" &
-    pid=$!
+    RUNTIME_DIRECTORY="$WORK/run" start_hydrate "$dev"
+    pid=$DPID
     wait_for 10 said "then following AWS" || fail "it did not follow AWS: $(cat "$WORK/err")"
     wait_for 20 sectors_settled "$dev" 1 >/dev/null || fail "the reads did not stop"
     TIME_USEC=$(now_usec) findings "${INITIALIZING[@]}" \
@@ -283,11 +293,12 @@ case_copy_not_empty() {
     rm -f "$STATE/$KEY.state"
     TIME_USEC=$(now_usec) findings SOURCE=copy SOURCE_VOLUME_ID=vol-0aaaaaaaaaaaaaaaa \
         INITIALIZATION_STATE=initializing INITIALIZATION_TYPE=volume-copy INITIALIZATION_PROGRESS=10
-    hydrate "$dev" >"$WORK/out" 2>"$WORK/err" &
-    pid=$!
+    start_hydrate "$dev"
     wait_for 10 said "$KEY: AWS initializes the volume" || fail "a copy AWS initializes is not followed: $(cat "$WORK/err")"
-    kill "$pid"
-    wait "$pid" || true
+    kill "$DPID"
+    wait "$DPID" || true
+    ! kill -0 "$DPID" 2>/dev/null || fail "the daemon outlived its kill"
+    DPID=
 }
 
 # End to end: the helper follows the stand-in's provisioned-rate initialization (one ask a
@@ -301,8 +312,8 @@ case_helper_follows() {
         "init_state": "initializing", "init_type": "provisioned-rate", "progress": 0,
         "eta": 90, "progress_step": 25}}}' >"$WORK/scenario.json"
     # 8 MiB/s: the whole device would take 16 s, the helper's first answer well under 1 s.
-    hydrate --rate-limit=8M "$dev" >"$WORK/out" 2>"$WORK/err" &
-    pid=$!
+    start_hydrate --rate-limit=8M "$dev"
+    pid=$DPID
     unshare --net bash -c '
         ip link set lo up
         '"$(dirname "$0")"'/../aws/aws-stub.py "$1" "$2" "$3" &
