@@ -145,21 +145,29 @@ static void set_text(char *dst, size_t size, const char *why, int r) {
         (void)cescape(dst, size, s, strlen(s));
 }
 
+/* A call that failed: one journal line (naming the IAM action when AWS denied it), and why
+ * into the findings' @dst. */
+static void said_failed(int level, const char *volume_id, const AwsError *e, const char *action,
+                        const char *why, int r, char *dst, size_t size) {
+        const char *hint = denied_hint(e, action);
+
+        (void)log_internal(level, 0, "%s: %s%s%s", volume_id, why ? why : strerror(-r),
+                           hint ? "; the instance role needs " : "", strempty(hint));
+        set_text(dst, size, why, r);
+}
+
 /* DescribeVolumeStatus into @f: its fields, or STATUS_ERROR= saying why it could not be had. */
 static int ask_status(AwsConfig *c, const char *volume_id, AwsFindings *f) {
         _cleanup_free_ char *why = NULL;
         AwsError e = {};
         Ec2VolumeStatus s;
-        const char *hint;
         int r;
 
         r = ec2_describe_volume_status(c, volume_id, &s, &e, &why);
         f->time_usec = now_usec(CLOCK_REALTIME);
         if (r < 0) {
-                hint = denied_hint(&e, "ec2:DescribeVolumeStatus");
-                log_warning("%s: %s%s%s", volume_id, why ? why : strerror(-r),
-                            hint ? "; the instance role needs " : "", strempty(hint));
-                set_text(f->status_error, sizeof(f->status_error), why, r);
+                said_failed(LOG_WARNING, volume_id, &e, "ec2:DescribeVolumeStatus", why, r,
+                            f->status_error, sizeof(f->status_error));
                 /* what an older answer said is not AWS's word now */
                 f->initialization_state[0] = f->initialization_type[0] = '\0';
                 f->initialization_progress = f->initialization_eta = FINDINGS_UNKNOWN;
@@ -180,7 +188,6 @@ static int ask(AwsConfig *c, const char *volume_id, AwsFindings *f) {
         _cleanup_free_ char *why = NULL;
         AwsError e = {};
         Ec2Volume v;
-        const char *hint;
         int r;
 
         r = aws_config_load(c, &why);
@@ -191,10 +198,8 @@ static int ask(AwsConfig *c, const char *volume_id, AwsFindings *f) {
         }
         r = ec2_describe_volume(c, volume_id, &v, &e, &why);
         if (r < 0) {
-                hint = denied_hint(&e, "ec2:DescribeVolumes");
-                log_error("%s: %s%s%s", volume_id, why ? why : strerror(-r),
-                          hint ? "; the instance role needs " : "", strempty(hint));
-                set_text(f->error, sizeof(f->error), why, r);
+                said_failed(LOG_ERR, volume_id, &e, "ec2:DescribeVolumes", why, r, f->error,
+                            sizeof(f->error));
                 goto out;
         }
         f->source = v.snapshot_id[0]        ? FINDINGS_SOURCE_SNAPSHOT
