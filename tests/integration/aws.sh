@@ -142,25 +142,34 @@ case_aws_off() {
     expect_exit 2 "--aws=maybe" hydrate --aws=maybe "$dev"
 }
 
+# helper_in_netns [OPTION...]: ebs-hydrate-aws --state-dir=$EBS_HYDRATE_AWS_DIR $KEY against the
+# stand-in scripted by $WORK/scenario.json (its log in $WORK/stub.log), both in a network
+# namespace of their own with only loopback up: every endpoint and IMDS on 127.0.0.1, and a
+# forgotten one cannot leave the machine. The helper's exit status is the function's.
+helper_in_netns() {
+    unshare --net bash -c '
+        ip link set lo up
+        "$1" "$2" "$3" "$4" &
+        stub=$!
+        for _ in $(seq 100); do [ -s "$3" ] && break; sleep 0.05; done
+        url=http://127.0.0.1:$(cat "$3")
+        shift 4
+        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
+            AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1 \
+            "$@" >/dev/null
+        rc=$?
+        kill $stub
+        exit $rc' _ "$(dirname "$0")/../aws/aws-stub.py" "$WORK/scenario.json" "$WORK/port" \
+        "$WORK/stub.log" "$HELPER" --state-dir="$EBS_HYDRATE_AWS_DIR" "$@" "$KEY"
+}
+
 # The helper asks the stand-in, in a namespace with only loopback, and the daemon acts on it.
 case_helper_to_daemon() {
     local dev out
     command -v unshare >/dev/null && unshare --net true 2>/dev/null || skip "no network namespace"
     dev=$(make_loop 64M)
     echo '{"volumes": {"'$KEY'": {}}}' >"$WORK/scenario.json"
-    out=$(unshare --net bash -c '
-        ip link set lo up
-        '"$(dirname "$0")"'/../aws/aws-stub.py "$1" "$2" "$3" &
-        stub=$!
-        for _ in $(seq 100); do [ -s "$2" ] && break; sleep 0.05; done
-        url=http://127.0.0.1:$(cat "$2")
-        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
-            AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1 \
-            "$4" --state-dir="$5" "$6" >/dev/null
-        rc=$?
-        kill $stub
-        exit $rc' _ "$WORK/scenario.json" "$WORK/port" "$WORK/stub.log" "$HELPER" \
-        "$EBS_HYDRATE_AWS_DIR" "$KEY") || fail "the helper exited $?"
+    helper_in_netns 2>"$WORK/helper.err" || fail "the helper exited $?: $(cat "$WORK/helper.err")"
     grep -qx 'SOURCE=empty' "$EBS_HYDRATE_AWS_DIR/$KEY.aws" || fail "the helper wrote no findings"
     out=$(hydrate "$dev") || fail "run exited $?"
     assert_contains "$out" "complete without reading: created empty: nothing to hydrate (AWS)" \
@@ -314,19 +323,7 @@ case_helper_follows() {
     # 8 MiB/s: the whole device would take 16 s, the helper's first answer well under 1 s.
     start_hydrate --rate-limit=8M "$dev"
     pid=$DPID
-    unshare --net bash -c '
-        ip link set lo up
-        '"$(dirname "$0")"'/../aws/aws-stub.py "$1" "$2" "$3" &
-        stub=$!
-        for _ in $(seq 100); do [ -s "$2" ] && break; sleep 0.05; done
-        url=http://127.0.0.1:$(cat "$2")
-        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
-            AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1 \
-            "$4" --state-dir="$5" --follow --interval=2 "$6" >/dev/null 2>"$7"
-        rc=$?
-        kill $stub
-        exit $rc' _ "$WORK/scenario.json" "$WORK/port" "$WORK/stub.log" "$HELPER" \
-        "$EBS_HYDRATE_AWS_DIR" "$KEY" "$WORK/helper.err" &
+    helper_in_netns --follow --interval=2 2>"$WORK/helper.err" &
     hpid=$!
     wait "$hpid" || fail "the helper exited $?: $(cat "$WORK/helper.err")"
     wait_for 5 gone "$pid" || fail "the run did not end within 5 s of AWS's completion"
