@@ -37,6 +37,7 @@ struct Hydrator {
         Reader *reader;
         HydratorPhase phase;
         bool paused;
+        bool draining; /* stopping: the reads in flight complete, nothing more goes out */
         int error;
 
         unsigned failures_in_a_row;

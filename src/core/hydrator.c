@@ -162,6 +162,14 @@ void hydrator_finish(Hydrator *h, HydratorPhase phase, int error) {
                 error = -ESTALE;
                 h->size_changed = true; /* the state must not say "complete" either */
         }
+        if (phase == HYDRATOR_STOPPED && h->reader && !h->stalled) {
+                /* What is in flight completes in milliseconds, or a fetch from S3: record it. */
+                h->draining = true;
+                reader_drain(h->reader, HYDRATOR_STOP_DRAIN_USEC);
+                h->draining = false;
+                if (h->phase != HYDRATOR_HYDRATING)
+                        return; /* a completion ended the run (out of memory) */
+        }
         h->phase = phase;
         h->error = error;
         /* Stop all timers now; reads still in flight are waited for when the reader is freed. */
@@ -234,7 +242,9 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
         ChunkMap *m = h->state->map;
 
         if (h->phase != HYDRATOR_HYDRATING)
-                return; /* stopping: whatever completes now is simply not recorded */
+                return; /* stopped: whatever completes now is simply not recorded */
+        if (h->draining && error < 0)
+                return; /* stopping: a failed or cancelled read is read again next time */
         note_completion(h);
         if (error < 0)
                 hydrator_handle_failure(h, req, error);
@@ -324,7 +334,7 @@ static void check_finished(Hydrator *h) {
 
 void hydrator_fill(Hydrator *h) {
         /* No reader: waiting for aio. Not reading yet: waiting for a look at the counters. */
-        if (h->phase != HYDRATOR_HYDRATING || !h->reader || !h->reading)
+        if (h->phase != HYDRATOR_HYDRATING || !h->reader || !h->reading || h->draining)
                 return;
         if (reader_in_flight(h->reader) == 0) /* the stall clock starts with the first read */
                 h->last_completion_usec = hydrator_now_usec();

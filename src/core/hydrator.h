@@ -38,6 +38,9 @@
 /* Reads in flight and none completed for this long: the device is stalled (first-touch reads
  * of a cold EBS volume take ~0.1 s, a few seconds when deeply queued). */
 #define HYDRATOR_STALL_USEC (10 * USEC_PER_SEC)
+/* A stop waits this long for the reads in flight, so that what they read is saved, not read
+ * again: on a cold volume each is a fetch from S3 (50-100 ms), not a millisecond's work. */
+#define HYDRATOR_STOP_DRAIN_USEC (2 * USEC_PER_SEC)
 /* A state file system that fails every save: said at the first failure, then this often. */
 #define HYDRATOR_SAVE_ERROR_INTERVAL_USEC (60 * USEC_PER_SEC)
 #define HYDRATOR_AIO_RETRY_USEC (5 * USEC_PER_SEC) /* io_setup: EAGAIN (fs.aio-max-nr) */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "reader.h"
+#include "time-util.h"
 #include "util.h"
 
 #define READER_EAGAIN_RETRY_USEC (10 * USEC_PER_MSEC)
@@ -52,6 +53,7 @@ struct Reader {
         unsigned n_inflight;
         uint64_t partial; /* bytes read of reads not yet complete (short reads) */
         bool flushing;
+        bool draining; /* reader_drain(): nothing more is sent */
 
         reader_complete_t complete;
         reader_flushed_t flushed;
@@ -61,8 +63,15 @@ struct Reader {
 /* A read of what is left of the slot's request, into the one buffer: larger than the buffer, a
  * vectored read whose pieces all land in it, so that memory does not grow with the chunk size
  * either (a 4 MiB chunk is one read of 4 MiB, and still costs 1 MiB). */
+static void slot_finish(Reader *r, Slot *s, int error);
+
 static void slot_prepare(Reader *r, Slot *s) {
         uint64_t left = s->req.length - s->done, offset = s->req.offset + s->done;
+
+        if (r->draining) { /* the rest of a short read is not asked for */
+                slot_finish(r, s, -ECANCELED);
+                return;
+        }
 
         if (left <= r->buffer_size)
                 io_prep_pread(&s->iocb, r->fd, r->buffer, left, (long long)offset);
@@ -120,6 +129,15 @@ static void schedule_retry(Reader *r) {
 }
 
 void reader_flush(Reader *r) {
+        if (r->draining) {
+                while (r->n_queued > 0) {
+                        Slot *s = container_of(r->queue[0], Slot, iocb);
+
+                        queue_drop_first(r, 1);
+                        slot_finish(r, s, -ECANCELED);
+                }
+                return;
+        }
         if (r->flushing) /* re-entered from a completion callback: the outer loop continues */
                 return;
         r->flushing = true;
@@ -209,6 +227,32 @@ static int on_eventfd(sd_event_source *source, int fd, uint32_t revents, void *u
 
 void reader_poll(Reader *r) {
         reap(r);
+}
+
+void reader_drain(Reader *r, uint64_t timeout_usec) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
+
+        r->draining = true;
+        reader_flush(r); /* drops what was never sent */
+        while (r->n_inflight > 0) {
+                struct io_event events[64];
+                uint64_t now = now_usec(CLOCK_MONOTONIC), left;
+                struct timespec ts;
+                int n;
+
+                if (now >= deadline)
+                        break;
+                left = deadline - now;
+                ts = (struct timespec){.tv_sec = (time_t)(left / USEC_PER_SEC),
+                                       .tv_nsec = (long)(left % USEC_PER_SEC) * 1000};
+                n = io_getevents(r->ctx, 1, (long)ELEMENTSOF(events), events, &ts);
+                if (n == -EINTR)
+                        continue;
+                if (n <= 0) /* the time is up, or the context is broken: stop waiting */
+                        break;
+                for (int i = 0; i < n; i++)
+                        handle_event(r, &events[i]);
+        }
 }
 
 /* The buffer: the largest request, up to READER_BUFFER_MAX; a larger request is read in at most

@@ -51,6 +51,12 @@ void reader_flush(Reader *r);
  * (before comparing our own count of completed reads with the disk's counters). */
 void reader_poll(Reader *r);
 
+/* reader_drain() - stop: reads not yet sent, and the rest of short reads, end with -ECANCELED;
+ * the completions of reads in flight go to the callback as they come, for up to @timeout_usec
+ * (what a stop can still record). Nothing is sent afterwards; what is still in flight then is
+ * waited for by reader_free(). */
+void reader_drain(Reader *r, uint64_t timeout_usec);
+
 /* Called after each reader_flush() (and so after the completions of each poll): what is in
  * flight and what completed have just changed. */
 typedef void (*reader_flushed_t)(Reader *r, void *userdata);

@@ -48,6 +48,7 @@ Reader *__wrap_reader_free(Reader *r);
 int __wrap_reader_submit(Reader *r, const ReadRequest *req);
 void __wrap_reader_flush(Reader *r);
 void __wrap_reader_poll(Reader *r);
+void __wrap_reader_drain(Reader *r, uint64_t timeout_usec);
 unsigned __wrap_reader_busy(const Reader *r);
 unsigned __wrap_reader_in_flight(const Reader *r);
 bool __wrap_reader_idle(const Reader *r);
@@ -200,6 +201,26 @@ void __wrap_reader_flush(Reader *r) {
 void __wrap_reader_poll(Reader *r) {
 }
 
+/* A stop's wait: the first drain_complete reads in flight end with drain_error, the rest stay in
+ * flight (the device is slower than the wait); what was queued and not sent ends cancelled. */
+static unsigned drain_complete, n_drains;
+static int drain_error;
+static uint64_t drain_timeout;
+
+static void complete_first(int error);
+
+void __wrap_reader_drain(Reader *r, uint64_t timeout_usec) {
+        n_drains++;
+        drain_timeout = timeout_usec;
+        while (r->n_queued > 0) {
+                ReadRequest req = r->queued[--r->n_queued];
+
+                r->complete(r, &req, -ECANCELED, r->userdata);
+        }
+        for (unsigned i = 0; i < drain_complete && r->n_in_flight > 0; i++)
+                complete_first(drain_error);
+}
+
 unsigned __wrap_reader_busy(const Reader *r) {
         return r->n_queued + r->n_in_flight;
 }
@@ -245,9 +266,11 @@ static void complete_all(int error) {
 }
 
 static unsigned saves;
+static uint64_t saved_done_bytes; /* what the last save said was read */
 
 int __wrap_state_save(int dir_fd, const HydrateState *s) {
         saves++;
+        saved_done_bytes = chunkmap_done_bytes(s->map);
         return __real_state_save(dir_fd, s);
 }
 
@@ -275,6 +298,8 @@ static int setup(void **state) {
         fake_now = T0;
         n_submitted = 0;
         saves = 0;
+        drain_complete = n_drains = 0;
+        drain_error = 0;
         *state = f;
         return 0;
 }
@@ -485,6 +510,54 @@ static void test_hydrator_stall(void **state) {
         assert_int_equal(status(f).stalled_usec, 0);
         advance_to(last + HYDRATOR_STALL_USEC);
         assert_true(status(f).stalled_usec > 0);
+}
+
+/* A stop waits for the reads in flight and saves what they read, so that it is not read again;
+ * nothing new goes out meanwhile, and a read still out when the wait ends is not counted. */
+static void test_hydrator_stop_drains(void **state) {
+        Fixture *f = *state;
+        unsigned submitted_before;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        complete_first(0);
+        assert_int_equal(status(f).in_flight, 4);
+        submitted_before = n_submitted;
+        drain_complete = 3;
+        hydrator_stop(f->h);
+        assert_int_equal(n_drains, 1);
+        assert_int_equal(drain_timeout, HYDRATOR_STOP_DRAIN_USEC);
+        assert_int_equal(n_submitted, submitted_before); /* completions sent nothing new */
+        assert_int_equal(phase(f), HYDRATOR_STOPPED);
+        assert_int_equal(status(f).done_bytes, 4 * MIB);
+        assert_int_equal(f->finished, 1);
+        assert_int_equal(saved_done_bytes, 4 * MIB);
+}
+
+/* A read that fails while a stop waits is not a failure to handle (no retry, no error): it is
+ * read again next time. */
+static void test_hydrator_stop_drain_failure(void **state) {
+        Fixture *f = *state;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        drain_complete = 4;
+        drain_error = -EIO;
+        hydrator_stop(f->h);
+        assert_int_equal(phase(f), HYDRATOR_STOPPED);
+        assert_int_equal(status(f).error, 0);
+        assert_int_equal(status(f).done_bytes, 0);
+        assert_int_equal(status(f).in_flight, 0);
+}
+
+/* A stalled device is not waited for: the stop saves at once. */
+static void test_hydrator_stop_stalled(void **state) {
+        Fixture *f = *state;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        advance_to(T0 + HYDRATOR_STALL_USEC);
+        assert_true(status(f).stalled_usec > 0);
+        hydrator_stop(f->h);
+        assert_int_equal(n_drains, 0);
+        assert_int_equal(phase(f), HYDRATOR_STOPPED);
 }
 
 /* While paused nothing is submitted, retries included, and the checkpoint is saved; resuming
@@ -976,6 +1049,9 @@ static void test_hydrator_replan_keeps_failures(void **state) {
 }
 
 static const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hydrator_stop_drains, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_stop_drain_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_stop_stalled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_retry_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_retry_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_failure_storm, setup, teardown),

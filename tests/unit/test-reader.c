@@ -91,6 +91,8 @@ typedef struct Fixture {
         unsigned n_errors;
         unsigned next;  /* next chunk to submit */
         unsigned limit; /* chunks to read in total */
+        bool no_feed;   /* completions submit nothing (a stop) */
+        unsigned n_cancelled;
 } Fixture;
 
 static void on_complete(Reader *r, const ReadRequest *req, int error, void *userdata);
@@ -149,12 +151,15 @@ static void feed(Fixture *f) {
 static void on_complete(Reader *r, const ReadRequest *req, int error, void *userdata) {
         Fixture *f = userdata;
 
-        if (error < 0) {
+        if (error == -ECANCELED)
+                f->n_cancelled++;
+        else if (error < 0) {
                 f->n_errors++;
                 f->last_error = error;
         } else
                 f->completions[req->offset / CHUNK]++;
-        feed(f);
+        if (!f->no_feed)
+                feed(f);
 }
 
 static void run_all(Fixture *f) {
@@ -273,6 +278,36 @@ static void test_reader_large_requests_share_one_buffer(void **state) {
         assert_int_equal(f->completions[big / CHUNK], 1);
 }
 
+/* A stop: reads in flight complete and are delivered; what was never sent, and the rest of a
+ * short read, end cancelled; nothing is sent afterwards. */
+static void test_reader_drain(void **state) {
+        Fixture *f = *state;
+        unsigned done = 0;
+
+        f->no_feed = true;
+        f->limit = 4;
+        feed(f);                           /* 4 in flight */
+        for (unsigned i = 4; i < 8; i++) { /* 4 queued, never sent */
+                ReadRequest req = {(uint64_t)i * CHUNK, CHUNK, 0, 0};
+
+                assert_int_equal(reader_submit(f->reader, &req), 0);
+        }
+        f->limit = 8;
+        short_budget = 1; /* one of those in flight comes back half done */
+        reader_drain(f->reader, 5 * USEC_PER_SEC);
+        for (unsigned i = 0; i < 8; i++)
+                done += f->completions[i];
+        assert_int_equal(done, 3);
+        assert_int_equal(f->n_cancelled, 5);
+        assert_int_equal(f->n_errors, 0);
+        assert_int_equal(reader_in_flight(f->reader), 0);
+        assert_true(reader_idle(f->reader));
+        f->next = 0;
+        feed(f);                           /* drained: queued, and dropped at the flush */
+        assert_int_equal(submit_calls, 1); /* the first feed's; none since */
+        assert_int_equal(f->n_cancelled, 13);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_reader_reads_every_chunk_once, setup,
@@ -287,6 +322,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reader_past_end_is_an_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reader_large_requests_share_one_buffer, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_reader_drain, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
