@@ -30,6 +30,28 @@
 #define EBS_HYDRATE_FINDINGS_INITIALIZATION_PROGRESS "INITIALIZATION_PROGRESS" /* percent */
 #define EBS_HYDRATE_FINDINGS_INITIALIZATION_ETA "INITIALIZATION_ETA_SECONDS"
 
+/* The snapshot's block list (ListSnapshotBlocks): BLOCKS_STORED=N of the 512 KiB blocks are
+ * stored, listed in <volume>.blocks; BLOCKS_ERROR instead when it could not be had. */
+#define EBS_HYDRATE_FINDINGS_BLOCKS_STORED "BLOCKS_STORED"
+#define EBS_HYDRATE_FINDINGS_BLOCKS_ERROR "BLOCKS_ERROR"
+
+/*
+ * <volume>.blocks: the 512 KiB blocks the volume's snapshot stores. KEY=VALUE lines as above,
+ * ended by an empty line, then one zlib stream (RFC 1950) of unsigned LEB128 numbers, two per
+ * run of stored blocks in offset order: the blocks not stored before it (since the end of the
+ * run before), and its length less one. Runs neither overlap nor touch; the stream ends with
+ * the last run. Last, the CRC-32 (zlib's) of every byte before it, little endian. Readers
+ * check every count against the lines.
+ */
+#define EBS_HYDRATE_BLOCKS_SUFFIX ".blocks"
+#define EBS_HYDRATE_BLOCKS_VERSION 1
+#define EBS_HYDRATE_BLOCKS_FORMAT "EBS_HYDRATE_BLOCKS" /* the version: 1 */
+#define EBS_HYDRATE_BLOCKS_SNAPSHOT_ID "SNAPSHOT_ID"
+#define EBS_HYDRATE_BLOCKS_BLOCK_SIZE "BLOCK_SIZE" /* 524288 */
+#define EBS_HYDRATE_BLOCKS_BLOCKS "BLOCKS"         /* of the snapshot's volume */
+#define EBS_HYDRATE_BLOCKS_STORED "STORED"
+#define EBS_HYDRATE_BLOCKS_RUNS "RUNS"
+
 #define EBS_HYDRATE_SOURCE_SNAPSHOT "snapshot" /* created from SNAPSHOT_ID */
 #define EBS_HYDRATE_SOURCE_EMPTY "empty"       /* created empty: nothing is cold */
 #define EBS_HYDRATE_SOURCE_COPY "copy"         /* a copy of SOURCE_VOLUME_ID (CopyVolumes) */
