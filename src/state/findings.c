@@ -33,6 +33,7 @@ void findings_init(AwsFindings *f, const char *volume_id) {
                 .initialization_rate = FINDINGS_UNKNOWN,
                 .initialization_progress = FINDINGS_UNKNOWN,
                 .initialization_eta = FINDINGS_UNKNOWN,
+                .blocks_stored = FINDINGS_UNKNOWN,
         };
         (void)snprintf(f->volume_id, sizeof(f->volume_id), "%s", volume_id);
 }
@@ -127,7 +128,8 @@ int findings_format(const AwsFindings *f, char *buf, size_t size) {
                                 f->snapshot_id,
                                 f->status_error,
                                 f->initialization_state,
-                                f->initialization_type};
+                                f->initialization_type,
+                                f->blocks_error};
 
         for (size_t i = 0; i < ELEMENTSOF(fields); i++)
                 if (!line_safe(fields[i]))
@@ -159,6 +161,9 @@ int findings_format(const AwsFindings *f, char *buf, size_t size) {
         put_word(&o, EBS_HYDRATE_FINDINGS_INITIALIZATION_TYPE, f->initialization_type);
         put_number(&o, EBS_HYDRATE_FINDINGS_INITIALIZATION_PROGRESS, f->initialization_progress);
         put_number(&o, EBS_HYDRATE_FINDINGS_INITIALIZATION_ETA, f->initialization_eta);
+        put_number(&o, EBS_HYDRATE_FINDINGS_BLOCKS_STORED, f->blocks_stored);
+        if (f->blocks_error[0])
+                put(&o, EBS_HYDRATE_FINDINGS_BLOCKS_ERROR, "%s", f->blocks_error);
         return o.overflow ? -ENOBUFS : (int)o.n;
 }
 
@@ -235,6 +240,10 @@ static bool parse_field(Parse *p, unsigned k, const char *v, size_t len) {
                 return copy_number(&f->initialization_eta, INT64_MAX, v, len);
         case 14:
                 return copy_word(f->source_volume_id, sizeof(f->source_volume_id), v, len);
+        case 15:
+                return copy_number(&f->blocks_stored, INT64_MAX, v, len);
+        case 16:
+                return copy_text(f->blocks_error, sizeof(f->blocks_error), v, len);
         default:
                 return false;
         }
@@ -257,6 +266,8 @@ static const char *const keys[] = {
         EBS_HYDRATE_FINDINGS_INITIALIZATION_PROGRESS,
         EBS_HYDRATE_FINDINGS_INITIALIZATION_ETA,
         EBS_HYDRATE_FINDINGS_SOURCE_VOLUME_ID,
+        EBS_HYDRATE_FINDINGS_BLOCKS_STORED,
+        EBS_HYDRATE_FINDINGS_BLOCKS_ERROR,
 };
 
 static int findings_pair(const char *key, size_t key_len, const char *value, size_t value_len,
@@ -288,6 +299,11 @@ int findings_parse(const char *text, size_t size, AwsFindings *ret) {
         if (p.f.source == FINDINGS_SOURCE_SNAPSHOT && !p.f.snapshot_id[0])
                 return -EBADMSG;
         if (p.f.source == FINDINGS_SOURCE_COPY && !p.f.source_volume_id[0])
+                return -EBADMSG;
+        /* a block list is a snapshot's, and it was had or it was not */
+        if ((p.f.blocks_stored != FINDINGS_UNKNOWN || p.f.blocks_error[0]) &&
+            (p.f.source != FINDINGS_SOURCE_SNAPSHOT ||
+             (p.f.blocks_stored != FINDINGS_UNKNOWN && p.f.blocks_error[0])))
                 return -EBADMSG;
         *ret = p.f;
         return 0;

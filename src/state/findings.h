@@ -43,8 +43,10 @@ typedef struct AwsFindings {
         char status_error[FINDINGS_TEXT_MAX];
         char initialization_state[FINDINGS_WORD_MAX];
         char initialization_type[FINDINGS_WORD_MAX];
-        int64_t initialization_progress; /* percent */
-        int64_t initialization_eta;      /* seconds */
+        int64_t initialization_progress;      /* percent */
+        int64_t initialization_eta;           /* seconds */
+        int64_t blocks_stored;                /* of the snapshot, in <volume>.blocks */
+        char blocks_error[FINDINGS_TEXT_MAX]; /* why the block list could not be had */
 } AwsFindings;
 
 /* findings_init() - nothing known about @volume_id yet. */

@@ -32,6 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_line(f.snapshot_id, sizeof(f.snapshot_id));
         check_line(f.initialization_state, sizeof(f.initialization_state));
         check_line(f.initialization_type, sizeof(f.initialization_type));
+        check_line(f.blocks_error, sizeof(f.blocks_error));
+        fuzz_assert(f.blocks_stored == FINDINGS_UNKNOWN || f.blocks_stored >= 0);
+        fuzz_assert((f.blocks_stored == FINDINGS_UNKNOWN && !f.blocks_error[0]) ||
+                    (f.source == FINDINGS_SOURCE_SNAPSHOT &&
+                     (f.blocks_stored == FINDINGS_UNKNOWN || !f.blocks_error[0])));
         if (!f.error[0]) {
                 fuzz_assert(findings_source_to_string(f.source) != NULL);
                 fuzz_assert(f.source != FINDINGS_SOURCE_SNAPSHOT || f.snapshot_id[0]);

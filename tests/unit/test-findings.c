@@ -22,6 +22,7 @@
 
 #define VOL "vol-0123456789abcdef0"
 #define HELPER_UID 4242
+#define STR_AND_LEN(s) s, sizeof(s) - 1
 
 static AwsFindings answered(void) {
         AwsFindings f;
@@ -64,6 +65,47 @@ static void test_findings_round_trip(void **state) {
         assert_non_null(strstr(text, "FAST_RESTORED=unknown\n"));
         assert_int_equal(findings_parse(text, (size_t)n, &g), 0);
         assert_memory_equal(&f, &g, sizeof(f));
+}
+
+/* The block list's outcome: how many blocks are stored, or why the list could not be had;
+ * never both, and only for a volume from a snapshot. */
+static void test_findings_blocks(void **state) {
+        AwsFindings f = answered(), g;
+        char text[FINDINGS_FILE_MAX];
+        int n;
+
+        f.blocks_stored = 122880;
+        n = findings_format(&f, text, sizeof(text));
+        assert_true(n > 0);
+        assert_non_null(strstr(text, "\nBLOCKS_STORED=122880\n"));
+        assert_int_equal(findings_parse(text, (size_t)n, &g), 0);
+        assert_memory_equal(&f, &g, sizeof(f));
+        f.blocks_stored = FINDINGS_UNKNOWN;
+        strcpy(f.blocks_error, "EBS answered HTTP 403: AccessDeniedException");
+        n = findings_format(&f, text, sizeof(text));
+        assert_non_null(strstr(text, "\nBLOCKS_ERROR=EBS answered HTTP 403: "));
+        assert_int_equal(findings_parse(text, (size_t)n, &g), 0);
+        assert_memory_equal(&f, &g, sizeof(f));
+        strcpy(f.blocks_error, "a\nBLOCKS_STORED=1");
+        assert_int_equal(findings_format(&f, text, sizeof(text)), -EINVAL);
+
+        assert_int_equal(findings_parse(STR_AND_LEN("EBS_HYDRATE_AWS_FINDINGS=1\n"
+                                                    "VOLUME_ID=" VOL "\nTIME_USEC=1\n"
+                                                    "SOURCE=snapshot\nSNAPSHOT_ID=snap-1\n"
+                                                    "BLOCKS_STORED=5\nBLOCKS_ERROR=denied\n"),
+                                        &g),
+                         -EBADMSG);
+        assert_int_equal(findings_parse(STR_AND_LEN("EBS_HYDRATE_AWS_FINDINGS=1\n"
+                                                    "VOLUME_ID=" VOL "\nTIME_USEC=1\n"
+                                                    "SOURCE=empty\nBLOCKS_STORED=5\n"),
+                                        &g),
+                         -EBADMSG);
+        assert_int_equal(findings_parse(STR_AND_LEN("EBS_HYDRATE_AWS_FINDINGS=1\n"
+                                                    "VOLUME_ID=" VOL "\nTIME_USEC=1\n"
+                                                    "SOURCE=snapshot\nSNAPSHOT_ID=snap-1\n"
+                                                    "BLOCKS_STORED=-1\n"),
+                                        &g),
+                         -EBADMSG);
 }
 
 /* One word for what the findings mean: the same for the daemon, ctl, the bus and the record. */
@@ -219,6 +261,7 @@ static void test_findings_file(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_findings_round_trip),
+                cmocka_unit_test(test_findings_blocks),
                 cmocka_unit_test(test_findings_verdict),
                 cmocka_unit_test(test_findings_error_only),
                 cmocka_unit_test(test_findings_format_refuses),
