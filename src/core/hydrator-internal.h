@@ -33,6 +33,7 @@ struct Hydrator {
         int state_dir_fd;
         HydrateState *state;
         Plan *plan;
+        uint64_t *empty; /* the snapshot's block list by chunk (plan.h), or NULL */
         HydrateSettings settings;
         Reader *reader;
         HydratorPhase phase;

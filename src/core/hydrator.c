@@ -81,6 +81,7 @@ Hydrator *hydrator_free(Hydrator *h) {
         sibling_pub_free(h->publication);
         ahead_done(&h->ahead);
         plan_free(h->plan);
+        free(h->empty);
         state_free(h->state);
         sd_event_unref(h->event);
         free(h->retries);
@@ -109,6 +110,8 @@ int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, siz
         if (r < 0)
                 return r;
         plan_set_pending(p, pending);
+        if (h->empty)
+                plan_set_empty(p, h->state->map, h->empty);
         plan_free(h->plan);
         h->plan = p;
         replanned(h);
@@ -123,6 +126,35 @@ int hydrator_add_hot_paths(Hydrator *h, const ByteRange *hot, size_t n_hot) {
         plan_set_pending(h->plan, _PLAN_STAGE_MAX);
         replanned(h);
         return 0;
+}
+
+int hydrator_empty_new(const Hydrator *h, uint64_t **ret) {
+        return plan_empty_new(h->state->map, ret);
+}
+
+void hydrator_empty_stored(const Hydrator *h, uint64_t *empty, uint64_t first_block,
+                           uint64_t count) {
+        plan_empty_stored(h->state->map, empty, first_block, count);
+}
+
+void hydrator_set_empty(Hydrator *h, uint64_t *empty) {
+        ChunkMap *m = h->state->map;
+
+        if (h->phase != HYDRATOR_LOADED && h->phase != HYDRATOR_HYDRATING) {
+                free(empty); /* the run ended: what it saved stands */
+                return;
+        }
+        /* Done now, and saved so: a resumed run reads none of them, list or not. A chunk in
+         * flight or waiting for a retry is done when its read ends. */
+        for (uint64_t c = 0; c < m->n_chunks; c++)
+                if ((empty[c / 64] >> (c % 64)) & 1 && !chunkmap_is_busy(m, c))
+                        (void)chunkmap_mark_done(m, c, 1);
+        free(h->empty);
+        h->empty = empty;
+        plan_set_empty(h->plan, m, empty);
+        replanned(h);
+        hydrator_maybe_checkpoint(h);
+        hydrator_fill(h); /* nothing left to read: the run is complete once reads in flight are */
 }
 
 int hydrator_read_ahead(Hydrator *h, const ByteRange *ranges, size_t n) {

@@ -131,6 +131,17 @@ int hydrator_set_layout(Hydrator *h, FsLayout *layout, const ByteRange *hot, siz
  */
 int hydrator_add_hot_paths(Hydrator *h, const ByteRange *hot, size_t n_hot);
 
+/* The snapshot's block list by this device's chunks: plan_empty_new(), plan_empty_stored(). */
+int hydrator_empty_new(const Hydrator *h, uint64_t **ret);
+void hydrator_empty_stored(const Hydrator *h, uint64_t *empty, uint64_t first_block,
+                           uint64_t count);
+/*
+ * hydrator_set_empty() - the snapshot's block list (hydrator_empty_new(), taken over): its empty
+ * chunks are done at once (not those in flight: their reads end first) and in no stage of
+ * this plan or the next; reads go on, or the run completes if nothing stored is left.
+ */
+void hydrator_set_empty(Hydrator *h, uint64_t *empty);
+
 /*
  * hydrator_read_ahead() - read the chunks of @ranges (device bytes) before anything the plan
  * holds, in the order given, unless they are done or claimed: what the file-system discovery is

@@ -66,18 +66,58 @@ static void add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_h
         }
 }
 
+bool plan_is_empty(const Plan *p, uint64_t chunk) {
+        return p->empty && chunk < p->n_chunks && (p->empty[chunk / 64] >> (chunk % 64)) & 1;
+}
+
 static void count_bytes(Plan *p, const ChunkMap *m) {
         memset(p->total_bytes, 0, sizeof(p->total_bytes));
         memset(p->done_bytes, 0, sizeof(p->done_bytes));
+        p->empty_bytes = p->empty_done = 0;
         for (uint64_t c = 0; c < p->n_chunks; c++) {
                 uint64_t bytes = chunkmap_range_bytes(m, c, 1);
+                bool done = chunkmap_is_done(m, c);
                 PlanStage s = plan_stage_of(p, c);
 
+                if (plan_is_empty(p, c)) {
+                        p->empty_bytes += bytes;
+                        p->empty_done += done ? bytes : 0;
+                        continue;
+                }
                 p->total_bytes[s] += bytes;
-                if (chunkmap_is_done(m, c))
+                if (done)
                         p->done_bytes[s] += bytes;
         }
-        p->fs_aware = p->total_bytes[PLAN_STAGE_USED] < m->size;
+        p->fs_aware = p->total_bytes[PLAN_STAGE_USED] < m->size - p->empty_bytes;
+}
+
+int plan_empty_new(const ChunkMap *m, uint64_t **ret) {
+        size_t words = (size_t)DIV_ROUND_UP(m->n_chunks, 64);
+        uint64_t *e = malloc(words * sizeof(uint64_t));
+
+        if (!e)
+                return -ENOMEM;
+        memset(e, 0xff, words * sizeof(uint64_t));
+        if (m->n_chunks % 64)
+                e[words - 1] = (UINT64_C(1) << (m->n_chunks % 64)) - 1;
+        *ret = e;
+        return 0;
+}
+
+void plan_empty_stored(const ChunkMap *m, uint64_t *empty, uint64_t first_block, uint64_t count) {
+        uint64_t per_chunk = m->chunk_size / (UINT64_C(512) << 10), first, last;
+
+        if (count == 0 || first_block >= DIV_ROUND_UP(m->size, UINT64_C(512) << 10))
+                return;
+        first = first_block / per_chunk;
+        last = MIN((first_block + count - 1) / per_chunk, m->n_chunks - 1);
+        for (uint64_t c = first; c <= last; c++)
+                empty[c / 64] &= ~(UINT64_C(1) << (c % 64));
+}
+
+void plan_set_empty(Plan *p, const ChunkMap *m, const uint64_t *empty) {
+        p->empty = empty;
+        count_bytes(p, m);
 }
 
 int plan_add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot) {
@@ -213,9 +253,14 @@ int plan_next(const Plan *p, const ChunkMap *m, PlanStage stage, uint64_t from, 
 }
 
 uint64_t plan_mark_done(Plan *p, ChunkMap *m, uint64_t first, uint64_t count) {
-        for (uint64_t c = first; c < first + count && c < p->n_chunks; c++)
-                if (!chunkmap_is_done(m, c))
+        for (uint64_t c = first; c < first + count && c < p->n_chunks; c++) {
+                if (chunkmap_is_done(m, c))
+                        continue;
+                if (plan_is_empty(p, c)) /* read before the list came: it cost, but is empty */
+                        p->empty_done += chunkmap_range_bytes(m, c, 1);
+                else
                         p->done_bytes[plan_stage_of(p, c)] += chunkmap_range_bytes(m, c, 1);
+        }
         return chunkmap_mark_done(m, first, count);
 }
 
@@ -247,6 +292,9 @@ void plan_get_progress(const Plan *p, PlanProgress *ret) {
                 .current = plan_current(p),
                 .mapping = p->pending == PLAN_STAGE_METADATA,
                 .hot_pending = p->pending == PLAN_STAGE_HOT,
+                .listed = p->empty != NULL,
+                .empty_bytes = p->empty_bytes,
+                .empty_done = p->empty_done,
         };
         if (ret->mapping)
                 return; /* a placeholder: no stage is known */

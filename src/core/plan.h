@@ -36,6 +36,10 @@ typedef struct Plan {
         PlanStage last; /* the last stage read: PLAN_STAGE_FREE, or PLAN_STAGE_USED (Mode=used) */
         bool fs_aware;  /* something is not "used": metadata, hot paths or free space known */
         PlanStage pending; /* the first stage not known yet, _PLAN_STAGE_MAX when all are */
+        /* The snapshot's block list: chunks it stores nothing of (a bit each, borrowed; NULL:
+         * no list). They are in no stage: never read, and counted here instead. */
+        const uint64_t *empty;
+        uint64_t empty_bytes, empty_done;
 } Plan;
 
 /* What the status line, the bus and the summary show of a plan. */
@@ -47,6 +51,9 @@ typedef struct PlanProgress {
         bool hot_pending;  /* HotPaths= is not resolved yet */
         uint64_t done_bytes[_PLAN_STAGE_MAX];
         uint64_t total_bytes[_PLAN_STAGE_MAX];
+        bool listed;          /* the snapshot's block list is known */
+        uint64_t empty_bytes; /* of chunks the snapshot stores nothing of */
+        uint64_t empty_done;  /* of those, done (all but reads that were in flight) */
 } PlanProgress;
 
 /*
@@ -87,6 +94,18 @@ bool plan_known(const Plan *p);
 int plan_add_hot(Plan *p, const ChunkMap *m, const ByteRange *hot, size_t n_hot);
 
 PlanStage plan_stage_of(const Plan *p, uint64_t chunk);
+
+/*
+ * The snapshot's block list, by chunk: plan_empty_new() makes a bitmap of @m's chunks with
+ * every chunk empty, plan_empty_stored() takes a run of stored 512 KiB blocks out of it (a
+ * chunk larger than a block stays in while any of its blocks is stored; blocks past the device
+ * are ignored). plan_set_empty() gives it to the plan (borrowed, NULL: none), which counts its
+ * chunks apart from every stage; the caller marks them done in @m.
+ */
+int plan_empty_new(const ChunkMap *m, uint64_t **ret);
+void plan_empty_stored(const ChunkMap *m, uint64_t *empty, uint64_t first_block, uint64_t count);
+void plan_set_empty(Plan *p, const ChunkMap *m, const uint64_t *empty);
+bool plan_is_empty(const Plan *p, uint64_t chunk);
 
 /* plan_memory() - bytes the plan holds on the heap. */
 size_t plan_memory(const Plan *p);

@@ -560,6 +560,53 @@ static void test_hydrator_stop_stalled(void **state) {
         assert_int_equal(phase(f), HYDRATOR_STOPPED);
 }
 
+/* The snapshot's block list mid-run: what it says is empty is never read, reads in flight end
+ * as they would, and the run completes when what is stored is read; it says so. */
+static void test_hydrator_empty_mid_run(void **state) {
+        Fixture *f = *state;
+        uint64_t *empty = NULL;
+        unsigned before;
+        HydratorStatus st;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        complete_first(0); /* chunks 0-1 read; 2-9 in flight */
+        assert_int_equal(status(f).in_flight, 4);
+        assert_int_equal(hydrator_empty_new(f->h, &empty), 0);
+        hydrator_empty_stored(f->h, empty, 40, 2); /* 20 MiB: the one stored MiB left */
+        before = n_submitted;
+        hydrator_set_empty(f->h, empty);
+        assert_int_equal(n_submitted, before); /* every slot is taken */
+        complete_all(0);
+        assert_int_equal(n_submitted, before + 1);
+        assert_true(was_submitted(before, 20 * MIB, MIB, 0));
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+        complete_all(0);
+        assert_int_equal(n_submitted, before + 1);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        st = status(f);
+        assert_true(st.plan.listed);
+        assert_int_equal(st.plan.empty_bytes, 63 * MIB);
+        assert_int_equal(st.plan.empty_done, 63 * MIB);
+        assert_int_equal(st.done_bytes, 64 * MIB);
+        assert_int_equal(saved_done_bytes, 64 * MIB);
+}
+
+/* A list that stores nothing but what was read already: complete at once. */
+static void test_hydrator_empty_completes(void **state) {
+        Fixture *f = *state;
+        uint64_t *empty = NULL;
+
+        start(f, 64 * MIB, MIB, 4, 0);
+        assert_int_equal(hydrator_empty_new(f->h, &empty), 0);
+        hydrator_empty_stored(f->h, empty, 0, 2); /* chunks 0-1, in flight */
+        hydrator_set_empty(f->h, empty);
+        assert_int_equal(phase(f), HYDRATOR_HYDRATING);
+        complete_all(0);
+        assert_int_equal(phase(f), HYDRATOR_COMPLETE);
+        assert_int_equal(f->finished, 1);
+        assert_int_equal(status(f).plan.empty_bytes, 63 * MIB);
+}
+
 /* While paused nothing is submitted, retries included, and the checkpoint is saved; resuming
  * submits what waited. Pausing a stopped run is refused. */
 static void test_hydrator_pause_resume(void **state) {
@@ -1049,6 +1096,8 @@ static void test_hydrator_replan_keeps_failures(void **state) {
 }
 
 static const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hydrator_empty_mid_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_empty_completes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_stop_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_stop_drain_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_stop_stalled, setup, teardown),

@@ -333,6 +333,111 @@ static void test_plan_stage_names(void **state) {
         assert_string_equal(plan_stage_to_human(PLAN_STAGE_FREE), "free space");
 }
 
+/* Marks the chunks of @empty done, as the hydrator does with those not in flight. */
+static void mark_empty_done(ChunkMap *m, const uint64_t *empty) {
+        for (uint64_t c = 0; c < m->n_chunks; c++)
+                if ((empty[c / 64] >> (c % 64)) & 1)
+                        chunkmap_mark_done(m, c, 1);
+}
+
+/*
+ * The snapshot's list: chunks it stores nothing of are in no stage, never planned, counted
+ * apart; the order of the rest is the layout's. Blocks stored: 0 (metadata), 3, 5 twice
+ * (duplicates), 9, and blocks past the end of the device (a list of a larger volume).
+ */
+static void test_plan_empty_chunks(void **state) {
+        Fixture *f = *state;
+        uint64_t *empty = NULL, first, count;
+        uint64_t expect[][2] = {{0, 1}, {3, 1}, {5, 1}, {9, 1}};
+        size_t i = 0;
+        PlanProgress pp;
+        Plan *p = NULL;
+
+        layout_mixed(f);
+        assert_int_equal(plan_new(&p, f->map, &f->layout, NULL, 0, false), 0);
+        assert_int_equal(plan_empty_new(f->map, &empty), 0);
+        plan_empty_stored(f->map, empty, 0, 1);
+        plan_empty_stored(f->map, empty, 3, 1);
+        plan_empty_stored(f->map, empty, 5, 1);
+        plan_empty_stored(f->map, empty, 5, 1);
+        plan_empty_stored(f->map, empty, 9, 100); /* on past the end */
+        plan_empty_stored(f->map, empty, 10, 5);  /* wholly past it */
+        plan_empty_stored(f->map, empty, UINT64_C(1) << 40, 5);
+        assert_int_equal(empty[0],
+                         (1u << 1) | (1u << 2) | (1u << 4) | (1u << 6) | (1u << 7) | (1u << 8));
+        mark_empty_done(f->map, empty);
+        plan_set_empty(p, f->map, empty);
+        assert_true(plan_is_empty(p, 1) && !plan_is_empty(p, 0) && !plan_is_empty(p, 10));
+        plan_get_progress(p, &pp);
+        assert_true(pp.listed);
+        assert_int_equal(pp.empty_bytes, 6 * CS);
+        assert_int_equal(pp.empty_done, 6 * CS);
+        assert_int_equal(pp.total_bytes[PLAN_STAGE_METADATA], 2 * CS);    /* chunks 0 and 3 */
+        assert_int_equal(pp.total_bytes[PLAN_STAGE_USED], 0);             /* chunk 2: empty */
+        assert_int_equal(pp.total_bytes[PLAN_STAGE_FREE], 2 * CS - 4096); /* 5, and 9 short */
+        for (PlanStage s = 0; s < _PLAN_STAGE_MAX; s++) {
+                uint64_t from = 0;
+
+                while (plan_next(p, f->map, s, from, 4, &first, &count) == 0) {
+                        assert_true(i < ELEMENTSOF(expect));
+                        assert_true(first == expect[i][0] && count == expect[i][1]);
+                        plan_mark_done(p, f->map, first, count);
+                        from = first + count;
+                        i++;
+                }
+        }
+        assert_int_equal(i, ELEMENTSOF(expect));
+        assert_true(plan_complete(p));
+        assert_true(chunkmap_complete(f->map));
+        plan_free(p);
+        free(empty);
+}
+
+/* An empty chunk that was in flight when the list came counts as empty once read, in no
+ * stage; a list that stores nothing completes the plan at once. */
+static void test_plan_empty_in_flight(void **state) {
+        Fixture *f = *state;
+        uint64_t *empty = NULL;
+        PlanProgress pp;
+        Plan *p = NULL;
+
+        assert_int_equal(plan_new(&p, f->map, NULL, NULL, 0, false), 0);
+        assert_int_equal(plan_empty_new(f->map, &empty), 0);
+        for (uint64_t c = 1; c < 10; c++)
+                chunkmap_mark_done(f->map, c, 1); /* all but chunk 0, in flight */
+        plan_set_empty(p, f->map, empty);
+        assert_false(plan_complete(p) && chunkmap_complete(f->map));
+        assert_true(plan_complete(p)); /* nothing stored is left */
+        plan_mark_done(p, f->map, 0, 1);
+        plan_get_progress(p, &pp);
+        assert_int_equal(pp.empty_done, f->map->size);
+        assert_int_equal(pp.done_bytes[PLAN_STAGE_USED], 0);
+        assert_false(pp.fs_aware);
+        plan_free(p);
+        free(empty);
+}
+
+/* Chunks of 2 MiB (volumes over 8 TiB have chunks over 512 KiB): a chunk is empty only when
+ * none of its four blocks is stored. */
+static void test_plan_empty_large_chunks(void **state) {
+        ChunkMap *m = NULL;
+        uint64_t *empty = NULL;
+        Plan *p = NULL;
+
+        assert_int_equal(chunkmap_new(&m, 8 * 4 * CS, 4 * CS), 0);
+        assert_int_equal(plan_new(&p, m, NULL, NULL, 0, false), 0);
+        assert_int_equal(plan_empty_new(m, &empty), 0);
+        plan_empty_stored(m, empty, 3, 1);  /* the last block of chunk 0 */
+        plan_empty_stored(m, empty, 4, 1);  /* the first of chunk 1 */
+        plan_empty_stored(m, empty, 11, 6); /* chunks 2 (its last), 3 and 4 (its first) */
+        assert_int_equal(empty[0], 0xffu & ~0x1fu);
+        plan_set_empty(p, m, empty);
+        assert_int_equal(p->empty_bytes, 3 * 4 * CS);
+        plan_free(p);
+        free(empty);
+        chunkmap_free(m);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
         const struct CMUnitTest tests[] = {
@@ -347,6 +452,9 @@ int main(void) {
                 T(test_plan_progress_used_mode),
                 T(test_plan_pending_metadata),
                 T(test_plan_pending_hot),
+                T(test_plan_empty_chunks),
+                T(test_plan_empty_in_flight),
+                cmocka_unit_test(test_plan_empty_large_chunks),
                 cmocka_unit_test(test_plan_stage_names),
         };
 
