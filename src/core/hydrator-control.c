@@ -69,8 +69,9 @@ void hydrator_get_status(const Hydrator *h, HydratorStatus *ret) {
         *ret = (HydratorStatus){
                 .phase = h->phase,
                 .key = h->state->key,
-                .size = h->state->size,
-                .done_bytes = chunkmap_done_bytes(h->state->map),
+                .size = h->state->size - MIN(h->plan->empty_bytes, h->state->size),
+                .done_bytes = hydrator_stored_done(h),
+                .device_size = h->state->size,
                 .rate = h->phase == HYDRATOR_HYDRATING && !h->paused && !h->stalled
                                 ? progress_rate(&h->progress)
                                 : 0,

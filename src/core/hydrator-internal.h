@@ -163,3 +163,6 @@ void hydrator_publish_reads(Hydrator *h);
 uint64_t hydrator_bytes_read(const Hydrator *h);
 /* hydrator_on_flushed() - the reader's flushed hook: publishes our reads to the siblings. */
 void hydrator_on_flushed(Reader *r, void *userdata);
+
+/* Bytes done of what is to be hydrated: the empty chunks of the snapshot's list left out. */
+uint64_t hydrator_stored_done(const Hydrator *h);

@@ -128,6 +128,11 @@ int hydrator_add_hot_paths(Hydrator *h, const ByteRange *hot, size_t n_hot) {
         return 0;
 }
 
+uint64_t hydrator_stored_done(const Hydrator *h) {
+        return chunkmap_done_bytes(h->state->map) -
+               MIN(h->plan->empty_done, chunkmap_done_bytes(h->state->map));
+}
+
 int hydrator_empty_new(const Hydrator *h, uint64_t **ret) {
         return plan_empty_new(h->state->map, ret);
 }
@@ -153,6 +158,8 @@ void hydrator_set_empty(Hydrator *h, uint64_t *empty) {
         h->empty = empty;
         plan_set_empty(h->plan, m, empty);
         replanned(h);
+        /* the rate is of what is stored from now on: measured again */
+        progress_init(&h->progress, hydrator_now_usec(), hydrator_stored_done(h));
         hydrator_maybe_checkpoint(h);
         hydrator_fill(h); /* nothing left to read: the run is complete once reads in flight are */
 }
@@ -215,7 +222,7 @@ void hydrator_finish(Hydrator *h, HydratorPhase phase, int error) {
                 h->phase = HYDRATOR_FAILED; /* progress that cannot be saved is not "done" */
                 h->error = r;
         }
-        progress_sample(&h->progress, hydrator_now_usec(), chunkmap_done_bytes(h->state->map));
+        progress_sample(&h->progress, hydrator_now_usec(), hydrator_stored_done(h));
         if (h->finished)
                 h->finished(h, h->userdata);
 }
@@ -396,7 +403,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
         uint64_t now = hydrator_now_usec();
 
-        progress_sample(&h->progress, now, chunkmap_done_bytes(h->state->map));
+        progress_sample(&h->progress, now, hydrator_stored_done(h));
         check_stalled(h, now);
         (void)hydrator_arm_timer(s, usec + HYDRATOR_TICK_USEC);
         return 0;
@@ -515,7 +522,7 @@ int hydrator_start(Hydrator *h, hydrator_finished_t finished, void *userdata) {
         h->phase = HYDRATOR_HYDRATING;
         h->run_start_usec = h->accounted_usec = h->checkpoint_usec = h->tokens_usec = now;
         h->checkpoint_done_bytes = chunkmap_done_bytes(h->state->map);
-        progress_init(&h->progress, now, h->checkpoint_done_bytes);
+        progress_init(&h->progress, now, hydrator_stored_done(h));
         h->stage = 0;
         h->cursor = 0;
         r = start_reader(h);

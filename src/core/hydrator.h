@@ -70,8 +70,11 @@ typedef void (*hydrator_finished_t)(Hydrator *h, void *userdata);
 typedef struct HydratorStatus {
         HydratorPhase phase;
         const char *key;
+        /* What is to be hydrated: the device, or with the snapshot's block list what it
+         * stores (plan.empty_bytes less). */
         uint64_t size;
         uint64_t done_bytes;
+        uint64_t device_size;          /* the whole device */
         uint64_t rate;                 /* bytes/s, sliding window */
         uint64_t run_bytes;            /* bytes read by this run */
         uint64_t run_usec;             /* duration of this run so far */

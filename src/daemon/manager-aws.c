@@ -19,9 +19,11 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "blocklist.h"
 #include "build-config.h"
 #include "findings.h"
 #include "log.h"
+#include "parse.h"
 #include "manager-internal.h"
 #include "report.h"
 #include "time-util.h"
@@ -83,6 +85,66 @@ static bool helper_silent(const Manager *run) {
         return now_usec(CLOCK_MONOTONIC) - run->aws_seen_usec > AWS_FOLLOW_STALE_USEC;
 }
 
+static int on_stored_run(uint64_t first, uint64_t count, void *userdata) {
+        Manager *run = userdata;
+
+        hydrator_empty_stored(run->hydrator, run->aws_empty, first, count);
+        return 0;
+}
+
+/*
+ * The snapshot's block list, once the findings vouch for it (the same snapshot, the same count
+ * stored): the chunks it stores nothing of are never read. Said once either way; a list that
+ * cannot be believed leaves the plan as it is (every block read).
+ */
+static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
+        char stored[FORMAT_BYTES_MAX], volume[FORMAT_BYTES_MAX];
+        BlockListInfo info;
+        int r;
+
+        if (run->aws_blocks_taken || f->error[0] || f->source != FINDINGS_SOURCE_SNAPSHOT)
+                return;
+        if (f->blocks_error[0]) {
+                run->aws_blocks_taken = true;
+                log_info("%s: the snapshot's block list could not be had (%s): every block is "
+                         "read",
+                         run->key, f->blocks_error);
+                return;
+        }
+        if (f->blocks_stored == FINDINGS_UNKNOWN)
+                return; /* not listed yet */
+        run->aws_blocks_taken = true;
+        r = hydrator_empty_new(run->hydrator, &run->aws_empty);
+        if (r < 0) {
+                log_warning_errno(r,
+                                  "%s: no memory for the snapshot's block list (%m): every "
+                                  "block is read",
+                                  run->key);
+                return;
+        }
+        r = blocklist_load(dir_fd, run->key, run->aws_uid, &info, on_stored_run, run);
+        if (r >= 0 && (!streq(info.snapshot_id, f->snapshot_id) ||
+                       (int64_t)info.n_stored != f->blocks_stored))
+                r = -ESTALE;
+        if (r < 0) {
+                log_warning("%s: ignoring %s/%s%s: %s; every block is read", run->key,
+                            findings_dir(), run->key, BLOCKLIST_SUFFIX,
+                            r == -EPERM
+                                    ? "owned by another user than root and " EBS_HYDRATE_AWS_USER
+                            : r == -ESTALE ? "not the list of the findings' snapshot"
+                            : r == -ENOENT ? "missing"
+                                           : "not a valid block list");
+                free(run->aws_empty);
+                run->aws_empty = NULL;
+                return;
+        }
+        log_info("%s: snapshot %s stores %s of the volume's %s: reading only those blocks",
+                 run->key, info.snapshot_id,
+                 format_bytes(stored, sizeof(stored), info.n_stored * BLOCKLIST_BLOCK_SIZE),
+                 format_bytes(volume, sizeof(volume), run->dev->size));
+        hydrator_set_empty(run->hydrator, TAKE_PTR(run->aws_empty));
+}
+
 int manager_aws_check(Manager *run) {
         char line[REPORT_LINE_MAX], why[REPORT_LINE_MAX];
         _cleanup_close_ int dir_fd = -1;
@@ -127,6 +189,7 @@ int manager_aws_check(Manager *run) {
                 run->aws_reason = reason;
                 return 1;
         }
+        take_block_list(run, dir_fd, &f);
         if (report_aws_initializing(&f) && !findings_stale(&f)) {
                 follow(run);
                 return 0;

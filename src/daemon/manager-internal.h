@@ -60,6 +60,8 @@ typedef struct Manager {
         bool aws_known;
         bool aws_following;     /* AWS initializes the volume: no stage after the hot paths read */
         uint64_t aws_seen_usec; /* CLOCK_MONOTONIC: when findings were last read */
+        bool aws_blocks_taken;  /* the snapshot's block list was taken, or said unavailable */
+        uint64_t *aws_empty;    /* the list by chunk while it is read (take_block_list()) */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
 } Manager;
 

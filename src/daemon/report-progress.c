@@ -31,19 +31,26 @@ static char *format_eta(char *buf, size_t size, uint64_t done, uint64_t total, u
 }
 
 char *report_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
-                           uint64_t total_bytes, uint64_t rate) {
+                           uint64_t total_bytes, uint64_t volume_bytes, uint64_t rate) {
         char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], r[FORMAT_RATE_MAX], e[FORMAT_ETA_MAX];
+        char v[FORMAT_BYTES_MAX + 48] = "";
         unsigned pm = progress_permille(done_bytes, total_bytes);
         char pmb[FORMAT_PERMILLE_MAX];
 
         format_bytes(a, sizeof(a), done_bytes);
         format_bytes(b, sizeof(b), total_bytes);
+        if (volume_bytes > 0) { /* the snapshot's block list: what it stores is what is read */
+                char c[FORMAT_BYTES_MAX];
+
+                (void)snprintf(v, sizeof(v), " stored in the snapshot; %s volume",
+                               format_bytes(c, sizeof(c), volume_bytes));
+        }
         if (rate == 0) /* no rate yet: say so once, not as "0 KiB/s" */
-                snprintf(buf, size, "%s: %s%% hydrated (%s of %s), measuring rate", key,
-                         format_permille(pmb, pm), a, b);
+                snprintf(buf, size, "%s: %s%% hydrated (%s of %s%s), measuring rate", key,
+                         format_permille(pmb, pm), a, b, v);
         else
-                snprintf(buf, size, "%s: %s%% hydrated (%s of %s), %s, %s", key,
-                         format_permille(pmb, pm), a, b, format_rate(r, sizeof(r), rate),
+                snprintf(buf, size, "%s: %s%% hydrated (%s of %s%s), %s, %s", key,
+                         format_permille(pmb, pm), a, b, v, format_rate(r, sizeof(r), rate),
                          format_eta(e, sizeof(e), done_bytes, total_bytes, rate));
         return buf;
 }

@@ -235,7 +235,8 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                                  st->stalled_usec / USEC_PER_SEC);
                         break;
                 }
-                report_format_status(buf, size, st->key, st->done_bytes, st->size, st->rate);
+                report_format_status(buf, size, st->key, st->done_bytes, st->size,
+                                     st->plan.listed ? st->device_size : 0, st->rate);
                 append_plan(buf, size, &st->plan);
                 if (st->yielding) {
                         size_t n = strlen(buf);
@@ -245,7 +246,15 @@ char *report_status(char *buf, size_t size, const HydratorStatus *st) {
                 }
                 break;
         case HYDRATOR_COMPLETE:
-                if (!format_used_complete(buf, size, st))
+                if (format_used_complete(buf, size, st))
+                        break;
+                if (st->plan.listed) {
+                        char volume[FORMAT_BYTES_MAX];
+
+                        snprintf(buf, size, "%s: hydrated (%s stored in the snapshot; %s volume)",
+                                 st->key, total,
+                                 format_bytes(volume, sizeof(volume), st->device_size));
+                } else
                         snprintf(buf, size, "%s: hydrated (%s)", st->key, total);
                 break;
         case HYDRATOR_UNREADABLE: {
@@ -341,6 +350,15 @@ char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
                                                                 : "stopped after reading",
                              read, format_bytes(total, sizeof(total), st->size), secs, rate);
         n = MIN(n, size - 1);
+        if (st->plan.listed) {
+                char volume[FORMAT_BYTES_MAX];
+
+                n += (size_t)snprintf(buf + n, size - n,
+                                      "; %s stored in the snapshot, the rest of the %s volume "
+                                      "left unread (empty)",
+                                      total, format_bytes(volume, sizeof(volume), st->device_size));
+                n = MIN(n, size - 1);
+        }
         if (st->phase == HYDRATOR_FAILED) {
                 /* Not "N% hydrated": what was read but could not be saved is read again. */
                 n += (size_t)snprintf(buf + n, size - n, ": %s%s", report_failure_reason(st->error),

@@ -123,9 +123,11 @@ char *report_aws_noted(char *buf, size_t size, const char *key, const AwsFinding
 char *report_aws_completed(char *buf, size_t size, const char *key, const char *reason);
 
 /* report-progress.c: progress in flight. */
-/* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left" */
+/* "vol-0123...: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 MiB/s, about 3 min left"; with
+ * @volume_bytes (the snapshot's block list: @total_bytes is what it stores; 0: none) "(24.6 GiB
+ * of 60.0 GiB stored in the snapshot; 500.0 GiB volume)". */
 char *report_format_status(char *buf, size_t size, const char *key, uint64_t done_bytes,
-                           uint64_t total_bytes, uint64_t rate);
+                           uint64_t total_bytes, uint64_t volume_bytes, uint64_t rate);
 /*
  * "[########............]  42.1%  12.3/29.3 GiB  187 MiB/s  ETA 3 min", never wider than @width
  * columns: the bar shrinks to 10, then the ETA, rate, amounts and bar go, the percentage stays. The

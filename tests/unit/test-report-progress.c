@@ -16,15 +16,19 @@ static void test_progress_status_line(void **state) {
         char buf[256];
         uint64_t total = (uint64_t)(29.3 * GiB), done = (uint64_t)(0.421 * total) + 1;
 
-        report_format_status(buf, sizeof(buf), "vol-0123456789abcdef0", done, total, 187 * MiB);
+        report_format_status(buf, sizeof(buf), "vol-0123456789abcdef0", done, total, 0, 187 * MiB);
         assert_true(strncmp(buf,
                             "vol-0123456789abcdef0: 42.1% hydrated (12.3 GiB of 29.3 GiB), 187 "
                             "MiB/s, about ",
                             strlen("vol-0123456789abcdef0: 42.1% hydrated (12.3 GiB of 29.3 GiB), "
                                    "187 MiB/s, about ")) == 0);
         assert_non_null(strstr(buf, " left"));
-        report_format_status(buf, sizeof(buf), "k", 0, GiB, 0);
+        report_format_status(buf, sizeof(buf), "k", 0, GiB, 0, 0);
         assert_string_equal(buf, "k: 0.0% hydrated (0 B of 1.0 GiB), measuring rate");
+        /* the snapshot's block list: of what it stores, and the volume's size beside */
+        report_format_status(buf, sizeof(buf), "k", (uint64_t)(24.6 * GiB), 60 * GiB, 500 * GiB, 0);
+        assert_string_equal(buf, "k: 40.9% hydrated (24.6 GiB of 60.0 GiB stored in the "
+                                 "snapshot; 500.0 GiB volume), measuring rate");
 }
 
 static void test_progress_bar_fits_width(void **state) {
