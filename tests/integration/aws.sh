@@ -6,8 +6,10 @@
 # hydrated; a file planted by another user, or Aws=no, changes nothing. The last case runs the
 # helper against the stand-in (tests/aws/aws-stub.py) in a network namespace with only loopback.
 # Usage: aws.sh CASE PATH-TO-ebs-hydrated PATH-TO-ebs-hydrate-aws PATH-TO-ebs-hydratectl
+#        PATH-TO-blocklist-tool
 CASES=(empty-at-start fast-restored-mid-run snapshot-noted aws-error-noted planted-ignored
-       aws-off helper-to-daemon provisioned-follows follow-released helper-follows copy-not-empty)
+       aws-off helper-to-daemon provisioned-follows follow-released helper-follows copy-not-empty
+       blocks-at-start blocks-mid-run blocks-not-believed)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -15,6 +17,7 @@ require_root
 DAEMON=$(wrapped "$2")
 HELPER=$(realpath "$3")
 CTL=$(realpath "$4")
+BLOCKLIST=$(realpath "$5")
 STATE="$WORK/state"
 CONF="$WORK/conf"
 export EBS_HYDRATE_AWS_DIR="$WORK/aws"
@@ -332,6 +335,91 @@ case_helper_follows() {
     assert_contains "$(cat "$WORK/err")" "then following AWS" "it followed"
     assert_contains "$(cat "$WORK/out")" "complete without reading: AWS completed its initialization (provisioned-rate) (AWS)" "summary"
     [ "$(grep -c '"DescribeVolumeStatus"' "$WORK/stub.log")" -eq 5 ] || fail "the helper asked $(grep -c '"DescribeVolumeStatus"' "$WORK/stub.log") times, expected 5"
+}
+
+
+# blocks BLOCKS SNAPSHOT RUNS...: <KEY>.blocks, the snapshot's list of a volume of BLOCKS
+# 512 KiB blocks, as ebs-hydrate-aws leaves it.
+blocks() {
+    local n=$1 snap=$2
+    shift 2
+    "$BLOCKLIST" make "$EBS_HYDRATE_AWS_DIR" "$KEY" "$snap" "$n" "$@" >/dev/null ||
+        fail "blocklist-tool make failed"
+}
+
+# The list known at the start: the stored blocks are read, the rest never; the totals are of
+# what is stored; a second run reads nothing.
+case_blocks_at_start() {
+    local dev before read out err stored=$((48 * 1024 * 1024 / 512))
+    dev=$(make_loop 256M)
+    blocks 512 snap-0abc 0-15 200-263 496-511
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no BLOCKS_STORED=96
+    before=$(sectors_read "$dev")
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    err=$(cat "$WORK/err")
+    read=$(($(sectors_read "$dev") - before))
+    echo "read $read sectors; the snapshot stores $stored"
+    assert_contains "$err" "$KEY: snapshot snap-0abc stores 48.0 MiB of the volume's 256.0 MiB: reading only those blocks" "journal line"
+    assert_contains "$out" "$KEY: hydrated, read 48.0 MiB of 48.0 MiB" "summary"
+    assert_contains "$out" "48.0 MiB stored in the snapshot, the rest of the 256.0 MiB volume left unread (empty)" "summary"
+    assert_le "$stored" "$read" "sectors read: every stored block"
+    # and no more than what probing the device for partitions and file systems reads (4 MiB)
+    assert_le "$read" $((stored + 8192)) "sectors read: the stored blocks and the probes"
+    out=$(hydrate "$dev") || fail "second run exited $?"
+    assert_contains "$out" "already hydrated" "second run"
+}
+
+# The list arrives mid-run: what is read already stays read, the empty chunks not read yet
+# are dropped, and the run ends with the stored blocks.
+case_blocks_mid_run() {
+    local dev before total pid rc=0 read out
+    dev=$(make_loop 256M)
+    total=$(device_sectors "$dev")
+    before=$(sectors_read "$dev")
+    start_hydrate --rate-limit=16M "$dev" # 16 s for the device
+    pid=$DPID
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no
+    sleep 2
+    blocks 512 snap-0abc 0-31 384-399
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no BLOCKS_STORED=48
+    wait_for 10 gone "$pid" || fail "the run did not end within 10 s of the list"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 0 "exit status"
+    out=$(cat "$WORK/out")
+    read=$(($(sectors_read "$dev") - before))
+    echo "read $read of $total sectors"
+    assert_contains "$out" "hydrated, read" "summary"
+    assert_contains "$out" "stored in the snapshot" "summary"
+    assert_le "$read" $((total / 3)) "sectors read"
+    out=$(hydrate "$dev") || fail "second run exited $?"
+    assert_contains "$out" "already hydrated" "second run"
+}
+
+# A list the findings do not vouch for (another snapshot's, another count, another user's),
+# or none to be had: said once, and every block is read.
+case_blocks_not_believed() {
+    local dev out err
+    dev=$(make_loop 32M)
+    blocks 64 snap-0fff 0-3
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no BLOCKS_STORED=4
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    err=$(cat "$WORK/err")
+    assert_contains "$err" "ignoring $EBS_HYDRATE_AWS_DIR/$KEY.blocks: not the list of the findings' snapshot; every block is read" "another snapshot's"
+    assert_contains "$out" "hydrated, read 32.0 MiB of 32.0 MiB" "summary"
+    rm -f "$STATE/$KEY.state"
+    blocks 64 snap-0abc 0-3
+    chown nobody "$EBS_HYDRATE_AWS_DIR/$KEY.blocks"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    assert_contains "$(cat "$WORK/err")" "owned by another user than root and ebs-hydrate-aws; every block is read" "planted"
+    assert_contains "$out" "hydrated, read 32.0 MiB of 32.0 MiB" "summary"
+    rm -f "$STATE/$KEY.state" "$EBS_HYDRATE_AWS_DIR/$KEY.blocks"
+    findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no \
+        "BLOCKS_ERROR=EBS answered HTTP 403: AccessDeniedException"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    err=$(cat "$WORK/err")
+    assert_contains "$err" "$KEY: the snapshot's block list could not be had (EBS answered HTTP 403: AccessDeniedException): every block is read" "no list"
+    [ "$(grep -c "block list could not be had" "$WORK/err")" -eq 1 ] || fail "said more than once"
+    assert_contains "$out" "hydrated, read 32.0 MiB of 32.0 MiB" "summary"
 }
 
 run_case
