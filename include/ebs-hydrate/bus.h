@@ -40,6 +40,9 @@
 #define HYDRATE_BUS_PROP_AWS_SNAPSHOT_ID "AwsSnapshotId" /* s */
 #define HYDRATE_BUS_PROP_AWS_PROGRESS "AwsProgress"      /* x: percent */
 #define HYDRATE_BUS_PROP_AWS_ETA_SECONDS "AwsEtaSeconds" /* x */
+/* t: of SizeBytes, what the snapshot stores nothing of (never read, in HydratedBytes); Percent
+ * and EtaSeconds are of the rest, what it stores */
+#define HYDRATE_BUS_PROP_EMPTY_BYTES "EmptyBytes"
 
 /* Methods (root only, the daemon checks the caller). */
 #define HYDRATE_BUS_METHOD_PAUSE "Pause"

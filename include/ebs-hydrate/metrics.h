@@ -12,6 +12,7 @@
 
 #define EBS_HYDRATE_METRIC_SIZE_BYTES "ebs_hydrate_volume_size_bytes"
 #define EBS_HYDRATE_METRIC_HYDRATED_BYTES "ebs_hydrate_volume_hydrated_bytes"
+#define EBS_HYDRATE_METRIC_EMPTY_BYTES "ebs_hydrate_volume_empty_bytes"
 #define EBS_HYDRATE_METRIC_RATE "ebs_hydrate_volume_rate_bytes_per_second"
 #define EBS_HYDRATE_METRIC_ETA_SECONDS "ebs_hydrate_volume_eta_seconds"
 #define EBS_HYDRATE_METRIC_ERRORS "ebs_hydrate_volume_errors"

@@ -19,6 +19,9 @@
 #define EBS_HYDRATE_RECORD_PHASE "PHASE"             /* EBS_HYDRATE_PHASE_* */
 #define EBS_HYDRATE_RECORD_SIZE_BYTES "SIZE_BYTES"
 #define EBS_HYDRATE_RECORD_HYDRATED_BYTES "HYDRATED_BYTES"
+/* Of SIZE_BYTES, what the snapshot stores nothing of (its block list): never read, counted in
+ * HYDRATED_BYTES; progress is (HYDRATED - EMPTY) / (SIZE - EMPTY). Absent: 0. */
+#define EBS_HYDRATE_RECORD_EMPTY_BYTES "EMPTY_BYTES"
 #define EBS_HYDRATE_RECORD_ERRORS "ERRORS"                   /* unreadable ranges */
 #define EBS_HYDRATE_RECORD_FREE_SPACE_COLD "FREE_SPACE_COLD" /* 1: Mode=used, free space unread */
 #define EBS_HYDRATE_RECORD_FS_AWARE "FS_AWARE"               /* 1: the plan knew the file systems */

@@ -34,6 +34,7 @@ static const PropertySlot property_slots[] = {
         {HYDRATE_BUS_PROP_RATE, 't', offsetof(VolumeInfo, rate_bytes_per_second), 0},
         {HYDRATE_BUS_PROP_ETA_SECONDS, 't', offsetof(VolumeInfo, eta_seconds), 0},
         {HYDRATE_BUS_PROP_ERROR_COUNT, 't', offsetof(VolumeInfo, error_count), 0},
+        {HYDRATE_BUS_PROP_EMPTY_BYTES, 't', offsetof(VolumeInfo, empty_bytes), 0},
         {HYDRATE_BUS_PROP_PHASE, 's', offsetof(VolumeInfo, phase), 0},
         {HYDRATE_BUS_PROP_YIELDING, 'b', offsetof(VolumeInfo, yielding), 0},
         {HYDRATE_BUS_PROP_AWS, 'S', offsetof(VolumeInfo, aws), sizeof(((VolumeInfo *)0)->aws)},

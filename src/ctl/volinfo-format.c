@@ -238,6 +238,7 @@ static int volume_to_json(const VolumeInfo *v, struct json_object **ret) {
             json_add_string(o, "state", v->state) < 0 ||
             json_add_u64(o, "size_bytes", v->size_bytes) < 0 ||
             json_add_u64(o, "hydrated_bytes", v->hydrated_bytes) < 0 ||
+            json_add_u64(o, "empty_bytes", v->empty_bytes) < 0 ||
             json_add(o, "percent", json_object_new_double_s(pm / 10.0, percent)) < 0 ||
             json_add_u64(o, "rate_bytes_per_second", v->rate_bytes_per_second) < 0 ||
             json_add_u64(o, "eta_seconds", v->eta_seconds) < 0 ||
@@ -303,6 +304,10 @@ static uint64_t hydrated_value(const VolumeInfo *v) {
         return v->hydrated_bytes;
 }
 
+static uint64_t empty_value(const VolumeInfo *v) {
+        return v->empty_bytes;
+}
+
 static uint64_t rate_value(const VolumeInfo *v) {
         return v->rate_bytes_per_second;
 }
@@ -323,6 +328,10 @@ static const Gauge gauges[] = {
         {EBS_HYDRATE_METRIC_SIZE_BYTES, "Size of the volume in bytes.", size_value, true},
         {EBS_HYDRATE_METRIC_HYDRATED_BYTES, "Bytes of the volume read at least once.",
          hydrated_value, true},
+        {EBS_HYDRATE_METRIC_EMPTY_BYTES,
+         "Bytes of the volume its snapshot stores nothing of: never read, counted as hydrated "
+         "(0 without the snapshot's block list).",
+         empty_value, true},
         {EBS_HYDRATE_METRIC_RATE, "Current hydration rate in bytes per second (0 unless running).",
          rate_value, true},
         {EBS_HYDRATE_METRIC_ETA_SECONDS,

@@ -102,6 +102,11 @@ const char *volume_info_phase(const VolumeInfo *v) {
 unsigned volume_info_permille(const VolumeInfo *v) {
         if (!volume_info_has_figures(v))
                 return 0; /* not 1000, as 0 of 0 bytes would be */
+        /* of what is to be read: with the snapshot's block list, what it stores */
+        if (v->empty_bytes > 0 && v->empty_bytes <= v->hydrated_bytes &&
+            v->hydrated_bytes <= v->size_bytes)
+                return progress_permille(v->hydrated_bytes - v->empty_bytes,
+                                         v->size_bytes - v->empty_bytes);
         return progress_permille(v->hydrated_bytes, v->size_bytes);
 }
 

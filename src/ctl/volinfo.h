@@ -51,8 +51,9 @@ typedef struct VolumeInfo {
         uint64_t rate_bytes_per_second; /* 0 when not running */
         uint64_t eta_seconds;           /* 0 when unknown or not hydrating */
         uint64_t error_count;           /* unreadable ranges recorded */
-        char *phase;                    /* D-Bus Phase: the stage being read, "done"; "" unknown */
-        VolumePhase *phases;            /* D-Bus PhaseProgress; NULL when not running */
+        uint64_t empty_bytes; /* of size_bytes: the snapshot stores nothing of them (D-Bus) */
+        char *phase;          /* D-Bus Phase: the stage being read, "done"; "" unknown */
+        VolumePhase *phases;  /* D-Bus PhaseProgress; NULL when not running */
         size_t n_phases;
         size_t n_phases_allocated;
         bool running;

@@ -32,10 +32,11 @@ typedef struct BusProperties {
         uint64_t rate_bytes_per_second;
         uint64_t eta_seconds;
         uint64_t error_count;
-        const char *phase;   /* static string: the plan stage being read, or "done" */
-        PlanProgress stages; /* PhaseProgress */
-        int yielding;        /* Yielding (sd-bus reads a "b" as int) */
-        char *aws;           /* HydrateBus.aws: EBS_HYDRATE_AWS_*, "" without findings */
+        uint64_t empty_bytes; /* of size_bytes: the snapshot stores nothing of them */
+        const char *phase;    /* static string: the plan stage being read, or "done" */
+        PlanProgress stages;  /* PhaseProgress */
+        int yielding;         /* Yielding (sd-bus reads a "b" as int) */
+        char *aws;            /* HydrateBus.aws: EBS_HYDRATE_AWS_*, "" without findings */
         char *aws_snapshot_id;
         int64_t aws_progress; /* percent, -1 unknown */
         int64_t aws_eta_seconds;
@@ -80,8 +81,11 @@ static void snapshot(const Hydrator *h, BusProperties *p) {
         hydrator_get_status(h, &st);
         eta = progress_eta(st.done_bytes, st.size, st.rate);
         p->state = report_bus_state(&st);
-        p->size_bytes = st.size;
-        p->hydrated_bytes = st.done_bytes;
+        /* The whole volume, the empty part of it counted as hydrated; the percentage and the
+         * ETA are of what is to be read (with the snapshot's block list: what it stores). */
+        p->size_bytes = st.device_size;
+        p->empty_bytes = st.plan.empty_bytes;
+        p->hydrated_bytes = MIN(st.done_bytes + st.plan.empty_bytes, st.device_size);
         p->percent = (double)progress_permille(st.done_bytes, st.size) / 10.0;
         p->rate_bytes_per_second = st.rate;
         p->eta_seconds = eta == PROGRESS_ETA_UNKNOWN ? 0 : eta;
@@ -195,6 +199,7 @@ static const sd_bus_vtable volume_vtable[] = {
         PROP_CHANGING(HYDRATE_BUS_PROP_RATE, "t", rate_bytes_per_second),
         PROP_CHANGING(HYDRATE_BUS_PROP_ETA_SECONDS, "t", eta_seconds),
         PROP_CHANGING(HYDRATE_BUS_PROP_ERROR_COUNT, "t", error_count),
+        PROP_CHANGING(HYDRATE_BUS_PROP_EMPTY_BYTES, "t", empty_bytes),
         PROP_CHANGING(HYDRATE_BUS_PROP_PHASE, "s", phase),
         SD_BUS_PROPERTY(HYDRATE_BUS_PROP_PHASE_PROGRESS, "a(stt)", property_get_phase_progress, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -212,7 +217,7 @@ static const sd_bus_vtable volume_vtable[] = {
 
 void hydrate_bus_refresh(HydrateBus *b) {
         BusProperties old = b->props;
-        const char *changed[10];
+        const char *changed[11];
         size_t n = 0;
         int r;
 
@@ -229,6 +234,8 @@ void hydrate_bus_refresh(HydrateBus *b) {
                 changed[n++] = HYDRATE_BUS_PROP_ETA_SECONDS;
         if (old.error_count != b->props.error_count)
                 changed[n++] = HYDRATE_BUS_PROP_ERROR_COUNT;
+        if (old.empty_bytes != b->props.empty_bytes)
+                changed[n++] = HYDRATE_BUS_PROP_EMPTY_BYTES;
         if (old.phase != b->props.phase)
                 changed[n++] = HYDRATE_BUS_PROP_PHASE;
         if (memcmp(old.stages.done_bytes, b->props.stages.done_bytes,

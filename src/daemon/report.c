@@ -124,8 +124,10 @@ const char *report_failure_reason(int error) {
 }
 
 void report_record(const HydratorStatus *st, VolumeRecord *r) {
-        r->size_bytes = st->size;
-        r->hydrated_bytes = MIN(st->done_bytes, st->size);
+        /* The whole volume; what the snapshot stores nothing of counts as hydrated. */
+        r->size_bytes = st->device_size;
+        r->empty_bytes = st->plan.empty_bytes;
+        r->hydrated_bytes = MIN(st->done_bytes + st->plan.empty_bytes, st->device_size);
         r->errors = st->n_bad;
         r->free_space_cold = false;
         r->fs_aware = st->plan.fs_aware;

@@ -62,7 +62,10 @@ int record_format(const VolumeRecord *r, char *buf, size_t size) {
                      r->diskseq, (long)r->pid, r->start_time);
         if (n < 0 || (size_t)n >= size)
                 return -ENOBUFS;
-        if (r->aws[0])
+        if (r->empty_bytes > 0)
+                n += snprintf(buf + n, size - (size_t)n, "EMPTY_BYTES=%" PRIu64 "\n",
+                              r->empty_bytes);
+        if (r->aws[0] && (size_t)n < size)
                 n += snprintf(buf + n, size - (size_t)n, "AWS=%s\n", r->aws);
         if (r->aws[0] && r->aws_snapshot_id[0] && (size_t)n < size)
                 n += snprintf(buf + n, size - (size_t)n, "AWS_SNAPSHOT_ID=%s\n",
@@ -105,6 +108,7 @@ typedef enum RecordKey {
         KEY_AWS_SNAPSHOT_ID,
         KEY_AWS_PROGRESS,
         KEY_AWS_ETA_SECONDS,
+        KEY_EMPTY_BYTES,
         _KEY_MAX,
 } RecordKey;
 
@@ -126,6 +130,7 @@ static const char *const key_names[_KEY_MAX] = {
         [KEY_AWS_SNAPSHOT_ID] = EBS_HYDRATE_RECORD_AWS_SNAPSHOT_ID,
         [KEY_AWS_PROGRESS] = EBS_HYDRATE_RECORD_AWS_PROGRESS,
         [KEY_AWS_ETA_SECONDS] = EBS_HYDRATE_RECORD_AWS_ETA_SECONDS,
+        [KEY_EMPTY_BYTES] = EBS_HYDRATE_RECORD_EMPTY_BYTES,
 };
 
 static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) {
@@ -185,6 +190,8 @@ static int parse_value(VolumeRecord *r, RecordKey k, const char *v, size_t len) 
                 e = copy_number(&n, INT64_MAX, v, len);
                 r->aws_eta_seconds = (int64_t)n;
                 return e;
+        case KEY_EMPTY_BYTES:
+                return copy_number(&r->empty_bytes, UINT64_MAX, v, len);
         default:
                 return -EBADMSG;
         }
@@ -217,7 +224,7 @@ int record_parse(const char *text, size_t size, VolumeRecord *ret) {
         if (kv_text_foreach(text, size, record_pair, &p) < 0)
                 return -EBADMSG;
         if (!p.seen[KEY_VOLUME_ID] || !p.seen[KEY_STATE] || !p.seen[KEY_PHASE] ||
-            p.r.hydrated_bytes > p.r.size_bytes)
+            p.r.hydrated_bytes > p.r.size_bytes || p.r.empty_bytes > p.r.hydrated_bytes)
                 return -EBADMSG;
         *ret = p.r;
         return 0;

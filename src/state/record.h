@@ -59,7 +59,8 @@ typedef struct VolumeRecord {
         RecordPhase phase;
         uint64_t size_bytes;
         uint64_t hydrated_bytes;
-        uint64_t errors; /* unreadable ranges */
+        uint64_t empty_bytes; /* of size_bytes: the snapshot stores nothing of them */
+        uint64_t errors;      /* unreadable ranges */
         bool free_space_cold;
         bool fs_aware;       /* the plan knows metadata and hot paths; without, all is "used" */
         uint64_t diskseq;    /* the kernel's number for this attachment of the disk; 0 unknown */

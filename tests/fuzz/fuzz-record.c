@@ -31,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_assert(record_state_to_string(r.state) != NULL);
         fuzz_assert(record_phase_to_string(r.phase) != NULL);
         fuzz_assert(r.hydrated_bytes <= r.size_bytes);
+        fuzz_assert(r.empty_bytes <= r.hydrated_bytes);
         fuzz_assert(r.pid >= 0);
 
         n = record_format(&r, text, sizeof(text));
@@ -41,6 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_assert(strcmp(back.device_name, r.device_name) == 0);
         fuzz_assert(back.state == r.state && back.phase == r.phase);
         fuzz_assert(back.size_bytes == r.size_bytes && back.hydrated_bytes == r.hydrated_bytes);
+        fuzz_assert(back.empty_bytes == r.empty_bytes);
         fuzz_assert(back.errors == r.errors && back.pid == r.pid && back.diskseq == r.diskseq);
         fuzz_assert(back.free_space_cold == r.free_space_cold && back.fs_aware == r.fs_aware);
         m = record_format(&back, again, sizeof(again));

@@ -355,10 +355,16 @@ case_blocks_at_start() {
     blocks 512 snap-0abc 0-15 200-263 496-511
     findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no BLOCKS_STORED=96
     before=$(sectors_read "$dev")
-    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    mkdir -p "$WORK/run"
+    out=$(RUNTIME_DIRECTORY="$WORK/run" hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
     err=$(cat "$WORK/err")
     read=$(($(sectors_read "$dev") - before))
     echo "read $read sectors; the snapshot stores $stored"
+    # The record: the whole volume, the empty part counted as hydrated and said apart.
+    grep -qx "SIZE_BYTES=$((256 << 20))" "$WORK/run/$KEY.record" || fail "record: SIZE_BYTES"
+    grep -qx "HYDRATED_BYTES=$((256 << 20))" "$WORK/run/$KEY.record" || fail "record: HYDRATED"
+    grep -qx "EMPTY_BYTES=$((208 << 20))" "$WORK/run/$KEY.record" || fail "record: EMPTY_BYTES"
+    grep -qx "STATE=completed" "$WORK/run/$KEY.record" || fail "record: STATE"
     assert_contains "$err" "$KEY: snapshot snap-0abc stores 48.0 MiB of the volume's 256.0 MiB: reading only those blocks" "journal line"
     assert_contains "$out" "$KEY: hydrated, read 48.0 MiB of 48.0 MiB" "summary"
     assert_contains "$out" "48.0 MiB stored in the snapshot, the rest of the 256.0 MiB volume left unread (empty)" "summary"

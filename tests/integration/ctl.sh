@@ -138,7 +138,7 @@ doc = json.load(open(sys.argv[1]))
 assert list(doc) == ["volumes"], doc
 vols = {v["volume_id"]: v for v in doc["volumes"]}
 assert sorted(vols) == sorted(["done1", "part1", os.environ["ODD_KEY"]]), sorted(vols)
-keys = ["volume_id", "device", "device_name", "state", "size_bytes", "hydrated_bytes", "percent",
+keys = ["volume_id", "device", "device_name", "state", "size_bytes", "hydrated_bytes", "empty_bytes", "percent",
         "rate_bytes_per_second", "eta_seconds", "error_count", "running", "free_space_cold", "yielding",
         "aws"]
 for v in vols.values():
@@ -177,6 +177,7 @@ from prometheus_client.parser import text_string_to_metric_families
 text = open(sys.argv[1]).read()
 fams = {f.name: f for f in text_string_to_metric_families(text)}
 gauges = ["ebs_hydrate_volume_size_bytes", "ebs_hydrate_volume_hydrated_bytes",
+          "ebs_hydrate_volume_empty_bytes",
           "ebs_hydrate_volume_rate_bytes_per_second", "ebs_hydrate_volume_eta_seconds",
           "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running", "ebs_hydrate_volume_state",
           "ebs_hydrate_volume_phase"]
@@ -207,7 +208,8 @@ assert size["done1"] == 64 << 20 and size["part1"] == 256 << 20 and size[odd] ==
 assert hyd["done1"] == size["done1"] and hyd[odd] == size[odd], hyd
 assert 0 < hyd["part1"] < size["part1"], hyd
 for name in ["ebs_hydrate_volume_rate_bytes_per_second", "ebs_hydrate_volume_eta_seconds",
-             "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running"]:
+             "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running",
+             "ebs_hydrate_volume_empty_bytes"]:
     assert values(name) == {k: 0.0 for k in keys}, (name, values(name))
 states = ["hydrating", "paused", "completed", "failed", "stopped", "mismatched"]
 want = {(k, s): 0.0 for k in keys for s in states}

@@ -76,6 +76,7 @@ exec(os.environ["EXPECTED"])
 fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())
         if f.name.startswith("ebs_hydrate_")}
 gauges = ["ebs_hydrate_volume_size_bytes", "ebs_hydrate_volume_hydrated_bytes",
+          "ebs_hydrate_volume_empty_bytes",
           "ebs_hydrate_volume_rate_bytes_per_second", "ebs_hydrate_volume_eta_seconds",
           "ebs_hydrate_volume_errors", "ebs_hydrate_volume_running",
           "ebs_hydrate_volume_state", "ebs_hydrate_volume_phase"]
@@ -332,7 +333,7 @@ import os, sys
 n = 0
 while not os.path.exists(sys.argv[2]):
     text = open(sys.argv[1]).read()
-    assert text.endswith("\n") and text.count("# TYPE ") == 8, "a partial file: %r" % text[-200:]
+    assert text.endswith("\n") and text.count("# TYPE ") == 9, "a partial file: %r" % text[-200:]
     n += 1
 print("reader: %d whole reads" % n)
 PY

@@ -111,6 +111,17 @@ static void test_aws_keys(void **state) {
         assert_int_equal(record_parse(text, strlen(text), &back), -EBADMSG);
         strcpy(text, "VOLUME_ID=v\nSTATE=hydrating\nPHASE=used\nAWS=a b\n");
         assert_int_equal(record_parse(text, strlen(text), &back), -EBADMSG);
+
+        /* the snapshot's block list: the empty part, within what is hydrated */
+        assert_null(strstr(text, "EMPTY_BYTES"));
+        r.empty_bytes = UINT64_C(1) << 30;
+        n = record_format(&r, text, sizeof(text));
+        assert_non_null(strstr(text, "\nEMPTY_BYTES=1073741824\n"));
+        assert_int_equal(record_parse(text, (size_t)n, &back), 0);
+        assert_int_equal(back.empty_bytes, UINT64_C(1) << 30);
+        strcpy(text, "VOLUME_ID=v\nSTATE=hydrating\nPHASE=used\nSIZE_BYTES=10\n"
+                     "HYDRATED_BYTES=4\nEMPTY_BYTES=5\n");
+        assert_int_equal(record_parse(text, strlen(text), &back), -EBADMSG);
 }
 
 static int parse(const char *text) {

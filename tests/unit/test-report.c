@@ -26,8 +26,41 @@ static HydratorStatus sample(HydratorPhase phase) {
                 .key = "vol-0123456789abcdef0",
                 .size = 10 * GiB,
                 .done_bytes = 4 * GiB + 210 * MiB,
+                .device_size = 10 * GiB,
                 .rate = 187 * MiB,
         };
+}
+
+/* The snapshot's block list: 60 GiB stored of a 500 GiB volume, 24 GiB of it read. */
+static void test_status_listed(void **state) {
+        HydratorStatus st = sample(HYDRATOR_HYDRATING);
+        VolumeRecord r = {};
+        char buf[512];
+
+        st.size = 60 * GiB;
+        st.done_bytes = 24 * GiB;
+        st.device_size = 500 * GiB;
+        st.rate = 0;
+        st.plan.listed = true;
+        st.plan.empty_bytes = st.plan.empty_done = 440 * GiB;
+        report_status(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: 40.0% hydrated (24.0 GiB of 60.0 GiB "
+                                 "stored in the snapshot; 500.0 GiB volume), measuring rate");
+        report_record(&st, &r);
+        assert_int_equal(r.size_bytes, 500 * GiB);
+        assert_int_equal(r.empty_bytes, 440 * GiB);
+        assert_int_equal(r.hydrated_bytes, 464 * GiB);
+        st.phase = HYDRATOR_COMPLETE;
+        st.done_bytes = st.size;
+        report_status(buf, sizeof(buf), &st);
+        assert_string_equal(buf, "vol-0123456789abcdef0: hydrated (60.0 GiB stored in the "
+                                 "snapshot; 500.0 GiB volume)");
+        st.run_bytes = 36 * GiB;
+        st.run_usec = 100 * UINT64_C(1000000);
+        report_summary(buf, sizeof(buf), &st);
+        assert_non_null(strstr(buf, "hydrated, read 36.0 GiB of 60.0 GiB in 100.0 s"));
+        assert_non_null(strstr(buf, "; 60.0 GiB stored in the snapshot, the rest of the 500.0 GiB "
+                                    "volume left unread (empty)"));
 }
 
 static void test_status_hydrating(void **state) {
@@ -432,6 +465,7 @@ int main(void) {
                 cmocka_unit_test(test_report_unreadable_agree),
                 cmocka_unit_test(test_report_journal_exit_and_bus),
                 cmocka_unit_test(test_status_hydrating),
+                cmocka_unit_test(test_status_listed),
                 cmocka_unit_test(test_status_yielding),
                 cmocka_unit_test(test_status_hydrating_with_plan),
                 cmocka_unit_test(test_status_complete_used_mode),

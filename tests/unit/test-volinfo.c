@@ -284,7 +284,7 @@ static void test_volinfo_json(void **state) {
         assert_int_equal(json_object_array_length(volumes), 2);
 
         v = json_object_array_get_idx(volumes, 0);
-        assert_int_equal(json_object_object_length(v), 16);
+        assert_int_equal(json_object_object_length(v), 17);
         assert_true(json_object_object_get_ex(v, "aws", &x));
         assert_json_string(x, "verdict", "initializing");
         assert_json_string(x, "snapshot_id", "snap-0abc");
