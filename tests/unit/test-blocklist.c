@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,7 +107,10 @@ static void test_blocklist_round_trip(void **state) {
 
 /* The size EBS's largest volume takes: every other block stored (the worst), and one extent. */
 static void test_blocklist_large(void **state) {
-        uint64_t n = BLOCKLIST_BLOCKS_MAX;
+        /* Under a wrapper (valgrind: 75 s for this) 1 TiB goes through the same code; the
+         * plain and sanitizer passes check the size limit at 64 TiB. */
+        uint64_t n =
+                getenv("EBS_HYDRATE_WRAPPER") ? BLOCKLIST_BLOCKS_MAX / 64 : BLOCKLIST_BLOCKS_MAX;
         uint64_t *bits = malloc(n / 8);
         BlockListInfo info = info_for(n), back;
         _cleanup_free_ char *data = NULL;
@@ -117,7 +121,7 @@ static void test_blocklist_large(void **state) {
         assert_int_equal(blocklist_encode(&info, bits, &data, &size), 0);
         assert_int_equal(info.n_runs, n / 2);
         assert_true(size < BLOCKLIST_FILE_MAX);
-        print_message("every other block of 64 TiB: %zu bytes\n", size);
+        print_message("every other block of %" PRIu64 " GiB: %zu bytes\n", n / 2048, size);
         assert_int_equal(blocklist_decode(data, size, &back, NULL, NULL), 0);
         assert_int_equal(back.n_stored, n / 2);
         free(data);
