@@ -10,6 +10,7 @@
  * journal and the run goes on.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@
 #define AWS_FOLLOW_STALE_USEC (15 * 60 * USEC_PER_SEC)
 #define AWS_FOLLOW_STALE_WORDS "15 minutes"
 #define AWS_FOLLOW_FUTURE_USEC (5 * 60 * USEC_PER_SEC)
+/* How long the data after the metadata and hot paths waits for the helper's first word, when
+ * its directory is there: on EC2 it answers within about a second (IMDS, DescribeVolumes). */
+#define AWS_FIRST_WORD_USEC (3 * USEC_PER_SEC)
 
 /* Whether the file changed since it was last read (a new file is a new inode or time). */
 static bool findings_changed(Manager *run, int dir_fd) {
@@ -145,7 +149,7 @@ static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
         hydrator_set_empty(run->hydrator, TAKE_PTR(run->aws_empty));
 }
 
-int manager_aws_check(Manager *run) {
+static int check(Manager *run) {
         char line[REPORT_LINE_MAX], why[REPORT_LINE_MAX];
         _cleanup_close_ int dir_fd = -1;
         AwsFindings f;
@@ -164,6 +168,7 @@ int manager_aws_check(Manager *run) {
         r = findings_load(dir_fd, run->key, run->aws_uid, &f);
         if (r == -ENOENT)
                 return 0;
+        run->aws_answered = true; /* whatever it is worth */
         if (r < 0) {
                 log_warning("%s: ignoring %s/%s%s: %s", run->key, findings_dir(), run->key,
                             FINDINGS_SUFFIX,
@@ -216,6 +221,28 @@ int manager_aws_check(Manager *run) {
         return 0;
 }
 
+/* The helper has said something, or the wait for its first word is over: the data after the
+ * metadata and hot paths is read (unless the run follows AWS's own initialization). */
+static void end_wait(Manager *run) {
+        if (!run->aws_awaiting ||
+            (!run->aws_answered && now_usec(CLOCK_MONOTONIC) < run->aws_await_until))
+                return;
+        run->aws_awaiting = false;
+        if (!run->aws_answered)
+                log_info("%s: no word from ebs-hydrate-aws within %" PRIu64 " s: hydrating "
+                         "without it",
+                         run->key, AWS_FIRST_WORD_USEC / USEC_PER_SEC);
+        if (!run->aws_following && !run->aws_reason)
+                hydrator_hold_after(run->hydrator, _PLAN_STAGE_MAX);
+}
+
+int manager_aws_check(Manager *run) {
+        int r = check(run);
+
+        end_wait(run);
+        return r;
+}
+
 static void watch_directory(Manager *run);
 
 static int on_aws_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -256,6 +283,14 @@ int manager_aws_watch(Manager *run) {
         if (!run->settings->aws || run->aws_reason)
                 return 0;
         (void)sd_event_now(run->event, CLOCK_MONOTONIC, &now);
+        /* The helper's unit is there (its directory is) and has not answered yet: the
+         * metadata and hot paths are read at once, the rest waits a moment for its word (a
+         * volume created empty, or the snapshot's block list, is then not read for nothing). */
+        if (!run->aws_known && !run->aws_answered && access(findings_dir(), F_OK) == 0) {
+                run->aws_awaiting = true;
+                run->aws_await_until = now_usec(CLOCK_MONOTONIC) + AWS_FIRST_WORD_USEC;
+                hydrator_hold_after(run->hydrator, PLAN_STAGE_HOT);
+        }
         r = sd_event_add_time(run->event, &run->aws_timer, CLOCK_MONOTONIC,
                               now + AWS_CHECK_INTERVAL_USEC, USEC_PER_SEC / 10, on_aws_timer, run);
         if (r >= 0) /* again and again, each time from its own deadline (on_aws_timer()) */

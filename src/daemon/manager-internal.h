@@ -61,7 +61,10 @@ typedef struct Manager {
         bool aws_following;     /* AWS initializes the volume: no stage after the hot paths read */
         uint64_t aws_seen_usec; /* CLOCK_MONOTONIC: when findings were last read */
         bool aws_blocks_taken;  /* the snapshot's block list was taken, or said unavailable */
-        uint64_t *aws_empty;    /* the list by chunk while it is read (take_block_list()) */
+        bool aws_awaiting;      /* no data read before the helper's first word (or the wait) */
+        bool aws_answered;      /* the helper has left findings for this run to read */
+        uint64_t aws_await_until; /* CLOCK_MONOTONIC: the end of that wait */
+        uint64_t *aws_empty;      /* the list by chunk while it is read (take_block_list()) */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
 } Manager;
 

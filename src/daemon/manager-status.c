@@ -170,8 +170,16 @@ void manager_notify_status(Manager *run) {
         else if (run->aws_following && st.phase == HYDRATOR_HYDRATING &&
                  st.plan.current > st.hold_after)
                 report_aws_status(line, sizeof(line), run->key, &run->aws);
-        else
+        else {
                 report_status(line, sizeof(line), &st);
+                if (run->aws_awaiting && st.phase == HYDRATOR_HYDRATING &&
+                    st.plan.current > st.hold_after) {
+                        size_t n = strlen(line);
+
+                        (void)snprintf(line + n, sizeof(line) - n,
+                                       "; waiting a moment for AWS's word before the data");
+                }
+        }
         (void)sd_notifyf(false, "STATUS=%s", line);
         manager_publish_record(run, _RECORD_STATE_INVALID);
         run->last_plan = st.plan;

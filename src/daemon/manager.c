@@ -284,9 +284,10 @@ static int hydrate(Manager *run, const Args *a, const BlockDevice *dev, const De
         (void)sd_notify(false, "READY=1");
         if (manager_start_discovery(run) < 0)
                 return EBS_HYDRATE_EXIT_FAILURE;
-        if (start_reading(run) < 0)
-                return EBS_HYDRATE_EXIT_FAILURE;
+        /* Before the first read: what waits for the AWS helper's word is held from the start. */
         if (manager_aws_watch(run) < 0)
+                return EBS_HYDRATE_EXIT_FAILURE;
+        if (start_reading(run) < 0)
                 return EBS_HYDRATE_EXIT_FAILURE;
         manager_notify_status(run);
         r = sd_event_loop(run->event);

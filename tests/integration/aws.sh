@@ -9,7 +9,7 @@
 #        PATH-TO-blocklist-tool
 CASES=(empty-at-start fast-restored-mid-run snapshot-noted aws-error-noted planted-ignored
        aws-off helper-to-daemon provisioned-follows follow-released helper-follows copy-not-empty
-       blocks-at-start blocks-mid-run blocks-not-believed)
+       blocks-at-start blocks-mid-run blocks-not-believed first-word-waits)
 . "$(dirname "$0")/cases.sh"
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -426,6 +426,37 @@ case_blocks_not_believed() {
     assert_contains "$err" "$KEY: the snapshot's block list could not be had (EBS answered HTTP 403: AccessDeniedException): every block is read" "no list"
     [ "$(grep -c "block list could not be had" "$WORK/err")" -eq 1 ] || fail "said more than once"
     assert_contains "$out" "hydrated, read 32.0 MiB of 32.0 MiB" "summary"
+}
+
+# The helper's directory is there, its word not yet: the metadata (here, a device without a
+# file system, only what probing reads) is read at once, the data waits for the word (a volume
+# created empty is then read no further) or for 3 s at most.
+case_first_word_waits() {
+    local dev before pid rc=0 read out
+    dev=$(make_loop 256M)
+    before=$(sectors_read "$dev")
+    start_hydrate "$dev"
+    pid=$DPID
+    sleep 1.5
+    read=$(($(sectors_read "$dev") - before))
+    echo "read $read sectors in 1.5 s without AWS's word"
+    assert_le "$read" 16384 "sectors read before the word (8 MiB of probes)"
+    findings SOURCE=empty FAST_RESTORED=unknown
+    wait_for 5 gone "$pid" || fail "the run did not end after the word"
+    wait "$pid" || rc=$?
+    assert_eq "$rc" 0 "exit status"
+    assert_contains "$(cat "$WORK/out")" "complete without reading: created empty" "summary"
+    read=$(($(sectors_read "$dev") - before))
+    assert_le "$read" 16384 "sectors read in all"
+    # No word at all: after the wait, hydrated as before, said once.
+    rm -f "$EBS_HYDRATE_AWS_DIR/$KEY.aws" "$STATE/$KEY.state"
+    out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
+    assert_contains "$(cat "$WORK/err")" "$KEY: no word from ebs-hydrate-aws within 3 s: hydrating without it" "the wait's end"
+    assert_contains "$out" "hydrated, read 256.0 MiB of 256.0 MiB" "summary"
+    # Aws=no: no wait.
+    rm -f "$STATE/$KEY.state"
+    out=$(hydrate --aws=no "$dev" 2>"$WORK/err") || fail "run exited $?"
+    assert_not_contains "$(cat "$WORK/err")" "no word from" "Aws=no"
 }
 
 run_case
