@@ -357,45 +357,28 @@ int blocklist_decode(const char *data, size_t size, BlockListInfo *ret, blocklis
 
 /* --- the file --- */
 
-static int file_name(const char *volume_id, char *buf, size_t size) {
-        if (!state_key_valid(volume_id, strlen(volume_id)))
-                return -EINVAL;
-        (void)snprintf(buf, size, "%s%s", volume_id, BLOCKLIST_SUFFIX);
-        return 0;
-}
-
 int blocklist_save(int dir_fd, BlockListInfo *info, const uint64_t *bits) {
-        char name[STATE_KEY_MAX + sizeof(BLOCKLIST_SUFFIX)];
         _cleanup_free_ char *data = NULL;
         size_t size;
         int r;
 
-        if (file_name(info->volume_id, name, sizeof(name)) < 0)
-                return -EINVAL;
         r = blocklist_encode(info, bits, &data, &size);
         if (r < 0)
                 return r;
-        return write_file_atomic_at(dir_fd, name, data, size, 0644, WRITE_ATOMIC_SYNC);
+        return findings_write_file(dir_fd, info->volume_id, BLOCKLIST_SUFFIX, data, size);
 }
 
 int blocklist_load(int dir_fd, const char *volume_id, uid_t helper_uid, BlockListInfo *ret,
                    blocklist_run_t f, void *userdata) {
-        char name[STATE_KEY_MAX + sizeof(BLOCKLIST_SUFFIX)];
         _cleanup_free_ char *data = NULL;
         BlockListInfo info;
         size_t size;
-        uid_t owner;
         int r;
 
-        if (file_name(volume_id, name, sizeof(name)) < 0)
-                return -EINVAL;
-        r = read_regular_file_at(dir_fd, name, BLOCKLIST_FILE_MAX, &data, &size, &owner);
-        if (r == -EBADFD || r == -EFBIG)
-                return -EBADMSG;
+        r = findings_read_file(dir_fd, volume_id, BLOCKLIST_SUFFIX, BLOCKLIST_FILE_MAX, helper_uid,
+                               &data, &size);
         if (r < 0)
                 return r;
-        if (owner != 0 && owner != helper_uid)
-                return -EPERM;
         /* The volume first: runs of another volume's list must not reach @f. */
         r = blocklist_decode(data, size, &info, NULL, NULL);
         if (r < 0)

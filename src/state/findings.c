@@ -2,6 +2,7 @@
 /* What AWS said about a volume (findings.h): its text and its file. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,41 +312,65 @@ int findings_parse(const char *text, size_t size, AwsFindings *ret) {
 
 /* --- the file --- */
 
-static int file_name(const char *volume_id, char *buf, size_t size) {
+/* <volume_id><suffix>: a valid state key only (never a path elsewhere). */
+static int file_name(const char *volume_id, const char *suffix, char *buf, size_t size) {
+        int n;
+
         if (!state_key_valid(volume_id, strlen(volume_id)))
                 return -EINVAL;
-        (void)snprintf(buf, size, "%s%s", volume_id, FINDINGS_SUFFIX);
-        return 0;
+        n = snprintf(buf, size, "%s%s", volume_id, suffix);
+        return n > 0 && (size_t)n < size ? 0 : -EINVAL;
 }
 
-int findings_save(int dir_fd, const AwsFindings *f) {
-        char text[FINDINGS_FILE_MAX], name[STATE_KEY_MAX + sizeof(FINDINGS_SUFFIX)];
-        int n = findings_format(f, text, sizeof(text));
+int findings_write_file(int dir_fd, const char *volume_id, const char *suffix, const void *data,
+                        size_t size) {
+        char name[NAME_MAX + 1];
 
-        if (n < 0)
-                return n;
-        if (file_name(f->volume_id, name, sizeof(name)) < 0)
+        if (file_name(volume_id, suffix, name, sizeof(name)) < 0)
                 return -EINVAL;
-        return write_file_atomic_at(dir_fd, name, text, (size_t)n, 0644, WRITE_ATOMIC_SYNC);
+        return write_file_atomic_at(dir_fd, name, data, size, 0644, WRITE_ATOMIC_SYNC);
 }
 
-int findings_load(int dir_fd, const char *volume_id, uid_t helper_uid, AwsFindings *ret) {
-        char name[STATE_KEY_MAX + sizeof(FINDINGS_SUFFIX)];
-        _cleanup_free_ char *text = NULL;
-        AwsFindings f;
-        size_t size;
+int findings_read_file(int dir_fd, const char *volume_id, const char *suffix, size_t max_size,
+                       uid_t helper_uid, char **ret, size_t *ret_size) {
+        char name[NAME_MAX + 1];
         uid_t owner;
         int r;
 
-        if (file_name(volume_id, name, sizeof(name)) < 0)
+        if (file_name(volume_id, suffix, name, sizeof(name)) < 0)
                 return -EINVAL;
-        r = read_regular_file_at(dir_fd, name, FINDINGS_FILE_MAX, &text, &size, &owner);
+        r = read_regular_file_at(dir_fd, name, max_size, ret, ret_size, &owner);
         if (r == -EBADFD || r == -EFBIG)
                 return -EBADMSG;
         if (r < 0)
                 return r;
-        if (owner != 0 && owner != helper_uid)
+        if (owner != 0 && owner != helper_uid) {
+                free(*ret);
+                *ret = NULL;
                 return -EPERM;
+        }
+        return 0;
+}
+
+int findings_save(int dir_fd, const AwsFindings *f) {
+        char text[FINDINGS_FILE_MAX];
+        int n = findings_format(f, text, sizeof(text));
+
+        if (n < 0)
+                return n;
+        return findings_write_file(dir_fd, f->volume_id, FINDINGS_SUFFIX, text, (size_t)n);
+}
+
+int findings_load(int dir_fd, const char *volume_id, uid_t helper_uid, AwsFindings *ret) {
+        _cleanup_free_ char *text = NULL;
+        AwsFindings f;
+        size_t size;
+        int r;
+
+        r = findings_read_file(dir_fd, volume_id, FINDINGS_SUFFIX, FINDINGS_FILE_MAX, helper_uid,
+                               &text, &size);
+        if (r < 0)
+                return r;
         r = findings_parse(text, size, &f);
         if (r < 0)
                 return r;

@@ -71,6 +71,18 @@ int findings_format(const AwsFindings *f, char *buf, size_t size);
  * that is not one. */
 int findings_parse(const char *text, size_t size, AwsFindings *ret);
 
+/*
+ * The helper's files beside the volume's state (<volume_id><suffix>: .aws, .blocks):
+ * findings_write_file() replaces one whole and synced, mode 0644; findings_read_file() reads
+ * one whole if it is a regular file of at most @max_size bytes owned by root or @helper_uid
+ * (-EPERM: planted by someone else; -EBADMSG: a link, FIFO, directory, or too big; -ENOENT).
+ * -EINVAL for a volume id that is no state key.
+ */
+int findings_write_file(int dir_fd, const char *volume_id, const char *suffix, const void *data,
+                        size_t size);
+int findings_read_file(int dir_fd, const char *volume_id, const char *suffix, size_t max_size,
+                       uid_t helper_uid, char **ret, size_t *ret_size);
+
 /* findings_save() - <volume>.aws in @dir_fd, replaced whole and synced, mode 0644. */
 int findings_save(int dir_fd, const AwsFindings *f);
 /*
