@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "alloc-util.h"
@@ -366,6 +367,16 @@ int blocklist_save(int dir_fd, BlockListInfo *info, const uint64_t *bits) {
         if (r < 0)
                 return r;
         return findings_write_file(dir_fd, info->volume_id, BLOCKLIST_SUFFIX, data, size);
+}
+
+int blocklist_remove(int dir_fd, const char *volume_id) {
+        char name[STATE_KEY_MAX + sizeof(BLOCKLIST_SUFFIX)];
+
+        if (file_name(volume_id, name, sizeof(name)) < 0)
+                return -EINVAL;
+        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
 }
 
 int blocklist_load(int dir_fd, const char *volume_id, uid_t helper_uid, BlockListInfo *ret,

@@ -57,6 +57,9 @@ int blocklist_decode(const char *data, size_t size, BlockListInfo *ret, blocklis
 
 /* blocklist_save() - <volume>.blocks in @dir_fd, replaced whole and synced, mode 0644. */
 int blocklist_save(int dir_fd, BlockListInfo *info, const uint64_t *bits);
+/* blocklist_remove() - <@volume_id>.blocks in @dir_fd gone: 0 (also when there was none), or
+ * a negative errno. */
+int blocklist_remove(int dir_fd, const char *volume_id);
 /*
  * blocklist_load() - <@volume_id>.blocks in @dir_fd through blocklist_decode(). 0; -ENOENT;
  * -EPERM when owned by another user than root and @helper_uid; -EBADMSG when it is not a

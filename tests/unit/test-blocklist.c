@@ -320,6 +320,12 @@ static void test_blocklist_file(void **state) {
         assert_int_equal(symlink("/etc/passwd", path), 0);
         assert_int_equal(blocklist_load(fd, VOL, HELPER_UID, &back, NULL, NULL), -EBADMSG);
         assert_int_equal(blocklist_load(fd, "../etc", HELPER_UID, &back, NULL, NULL), -EINVAL);
+        /* removed: the link, never what it points at; none left is no error */
+        assert_int_equal(blocklist_remove(fd, VOL), 0);
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(access("/etc/passwd", F_OK), 0);
+        assert_int_equal(blocklist_remove(fd, VOL), 0);
+        assert_int_equal(blocklist_remove(fd, "../etc"), -EINVAL);
         assert_int_equal(rm_rf(dir), 0);
 }
 
