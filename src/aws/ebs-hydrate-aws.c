@@ -130,8 +130,13 @@ static int device_volume(const char *kernel_name, const char *config_dir,
         return 1;
 }
 
-/* The IAM action an authorization error names, so that the admin knows what to grant. */
+/* What the instance role lacks when AWS denied a call: @action; for the EBS direct APIs denied
+ * by a service they depend on (an encrypted snapshot's KMS key), that key. NULL otherwise. */
 static const char *denied_hint(const AwsError *e, const char *action) {
+        if (streq(e->code, "AccessDeniedException") &&
+            startswith(e->message, "DEPENDENCY_ACCESS_DENIED"))
+                return "the use of the snapshot's KMS key (it is encrypted: kms:Decrypt and the "
+                       "others ebs-hydrate-aws(8) lists)";
         if (streq(e->code, "UnauthorizedOperation") || streq(e->code, "AccessDenied") ||
             streq(e->code, "AccessDeniedException"))
                 return action;
@@ -145,15 +150,17 @@ static void set_text(char *dst, size_t size, const char *why, int r) {
         (void)cescape(dst, size, s, strlen(s));
 }
 
-/* A call that failed: one journal line (naming the IAM action when AWS denied it), and why
- * into the findings' @dst. */
+/* A call that failed: one journal line and why into the findings' @dst, both naming what the
+ * instance role lacks when AWS denied it (the daemon shows the findings' words). */
 static void said_failed(int level, const char *volume_id, const AwsError *e, const char *action,
                         const char *why, int r, char *dst, size_t size) {
         const char *hint = denied_hint(e, action);
+        char said[FINDINGS_TEXT_MAX + 256];
 
-        (void)log_internal(level, 0, "%s: %s%s%s", volume_id, why ? why : strerror(-r),
-                           hint ? "; the instance role needs " : "", strempty(hint));
-        set_text(dst, size, why, r);
+        (void)snprintf(said, sizeof(said), "%s%s%s", why ? why : strerror(-r),
+                       hint ? "; the instance role needs " : "", strempty(hint));
+        (void)log_internal(level, 0, "%s: %s", volume_id, said);
+        set_text(dst, size, said, r);
 }
 
 /* DescribeVolumeStatus into @f: its fields, or STATUS_ERROR= saying why it could not be had. */

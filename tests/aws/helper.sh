@@ -276,6 +276,8 @@ case_state_dir_error() {
     expect_rc 3
     grep -q '^ERROR=EC2 answered HTTP 403: UnauthorizedOperation' "$TMP/state/$VOL.aws" ||
         fail "the findings file does not say why"
+    grep -q '^ERROR=.*; the instance role needs ec2:DescribeVolumes$' "$TMP/state/$VOL.aws" ||
+        fail "the findings file does not name what the role lacks"
     ! grep -q '^SOURCE=' "$TMP/state/$VOL.aws" || fail "an error file with a SOURCE="
     # a state directory that is not one: a clear error, nothing else written
     run "${with_keys[@]}" -- --state-dir "$TMP/missing"
