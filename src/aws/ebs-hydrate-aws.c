@@ -17,8 +17,10 @@
 #include <ebs-hydrate/exit-status.h>
 
 #include "aws-config.h"
+#include "blocklist.h"
 #include "build-config.h"
 #include "config.h"
+#include "ebs.h"
 #include "ec2.h"
 #include "findings.h"
 #include "identity.h"
@@ -248,11 +250,14 @@ static bool worth_following(const AwsFindings *f, uint64_t started) {
  * wait doubling up to FOLLOW_INTERVAL_MAX_SEC but never past FOLLOW_GIVE_UP_SEC after the last
  * answer (on the monotonic clock); then the findings say why and the helper gives up. Only
  * answers that change the state, type or progress are printed (the journal keeps the rest
- * out). Returns the exit status: success when AWS's initialization ended (or never ran),
- * "unanswered" when AWS fell silent, failure when the findings could not be written.
+ * out). @asked: when EC2 answered first (CLOCK_MONOTONIC); each ask comes its wait after the one
+ * before, whatever came between (the snapshot's block list). Returns the exit status: success
+ * when AWS's initialization ended (or never ran), "unanswered" when AWS fell silent, failure
+ * when the findings could not be written.
  */
-static int follow(AwsConfig *c, AwsFindings *f, const char *state_dir, unsigned interval) {
-        uint64_t started = now_usec(CLOCK_MONOTONIC), answered = started;
+static int follow(AwsConfig *c, AwsFindings *f, const char *state_dir, unsigned interval,
+                  uint64_t asked) {
+        uint64_t started = asked, answered = asked, last = asked;
         uint64_t give_up = FOLLOW_GIVE_UP_SEC * USEC_PER_SEC;
         unsigned wait = interval;
         bool followed = false;
@@ -260,13 +265,15 @@ static int follow(AwsConfig *c, AwsFindings *f, const char *state_dir, unsigned 
         while (worth_following(f, started)) {
                 AwsFindings next = *f;
                 uint64_t silent = now_usec(CLOCK_MONOTONIC) - answered;
+                uint64_t since = (now_usec(CLOCK_MONOTONIC) - last) / USEC_PER_SEC;
                 bool changed;
 
                 followed = true;
                 /* the last ask is made at the deadline, not a doubled wait after it */
                 if (silent + (uint64_t)wait * USEC_PER_SEC > give_up)
                         wait = (unsigned)((give_up - MIN(silent, give_up)) / USEC_PER_SEC);
-                (void)sleep(wait);
+                (void)sleep(wait - (unsigned)MIN(since, (uint64_t)wait));
+                last = now_usec(CLOCK_MONOTONIC);
                 if (ask_status(c, f->volume_id, &next) >= 0) {
                         changed = !streq(next.initialization_state, f->initialization_state) ||
                                   !streq(next.initialization_type, f->initialization_type) ||
@@ -319,6 +326,101 @@ static int report(const AwsFindings *f, const char *state_dir, bool print) {
         if (print && (fputs(text, stdout) < 0 || fflush(stdout) != 0))
                 return log_error_errno(-EIO, "Failed to write the findings to stdout");
         return 0;
+}
+
+/* Whether the daemon reads the volume, and so would pass over what its snapshot does not store:
+ * a restore it hydrates, or one AWS initializes (it reads the metadata and hot paths first). */
+static bool worth_listing(const AwsFindings *f) {
+        const char *v = findings_verdict(f);
+
+        return f->source == FINDINGS_SOURCE_SNAPSHOT &&
+               (streq(v, EBS_HYDRATE_AWS_SNAPSHOT) || streq(v, EBS_HYDRATE_AWS_INITIALIZING));
+}
+
+/* @l into <volume>.blocks in @state_dir: 0, or -errno after saying why (BLOCKS_ERROR=). */
+static int save_blocks(const char *state_dir, AwsFindings *f, const EbsBlockList *l) {
+        BlockListInfo info = {.n_blocks = l->n_blocks};
+        _cleanup_close_ int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char why[FINDINGS_TEXT_MAX];
+        int r;
+
+        (void)snprintf(info.volume_id, sizeof(info.volume_id), "%s", f->volume_id);
+        (void)snprintf(info.snapshot_id, sizeof(info.snapshot_id), "%s", f->snapshot_id);
+        r = dir_fd < 0 ? -errno : blocklist_save(dir_fd, &info, l->bits);
+        if (r >= 0)
+                return 0;
+        (void)snprintf(why, sizeof(why), "Failed to write %s/%s%s: %s", state_dir, f->volume_id,
+                       BLOCKLIST_SUFFIX, strerror(-r));
+        log_error("%s", why);
+        set_text(f->blocks_error, sizeof(f->blocks_error), why, r);
+        return r;
+}
+
+/* No <volume>.blocks in @state_dir: an older list is not left beside findings that do not
+ * vouch for it. */
+static void forget_blocks(const char *state_dir, const char *volume_id) {
+        _cleanup_close_ int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int r = dir_fd < 0 ? -errno : blocklist_remove(dir_fd, volume_id);
+
+        if (r < 0)
+                (void)log_warning_errno(r, "Failed to remove %s/%s%s, ignoring: %m", state_dir,
+                                        volume_id, BLOCKLIST_SUFFIX);
+}
+
+/*
+ * ListSnapshotBlocks, every page, for @f's snapshot: BLOCKS_STORED= (with @state_dir only once
+ * <volume>.blocks is written: the daemon takes that file only when the findings vouch for it),
+ * or BLOCKS_ERROR= saying why. Nothing else in @f changes: a list that cannot be had costs the
+ * daemon only the reads of what the snapshot does not store.
+ */
+static void list_blocks(AwsConfig *c, AwsFindings *f, const char *state_dir) {
+        _cleanup_(ebs_block_list_done) EbsBlockList l = {};
+        _cleanup_free_ char *why = NULL;
+        AwsError e = {};
+        int r;
+
+        r = ebs_list_snapshot_blocks(c, f->snapshot_id, &l, &e, &why);
+        if (r < 0)
+                said_failed(LOG_WARNING, f->volume_id, &e, "ebs:ListSnapshotBlocks", why, r,
+                            f->blocks_error, sizeof(f->blocks_error));
+        else if (state_dir)
+                r = save_blocks(state_dir, f, &l);
+        if (r < 0) {
+                if (state_dir)
+                        forget_blocks(state_dir, f->volume_id);
+                return;
+        }
+        f->blocks_stored = (int64_t)l.n_stored;
+        log_info("%s: %s stores %" PRIu64 " of its %" PRIu64 " blocks of 512 KiB (%u pages)",
+                 f->volume_id, f->snapshot_id, l.n_stored, l.n_blocks, l.pages);
+}
+
+/*
+ * What the program does once it knows the volume: ask EC2, report, list the snapshot's blocks
+ * and report again, follow AWS's initialization. Returns the exit status: the block list's fate
+ * is not in it (BLOCKS_ERROR= says it), AWS having answered about the volume.
+ */
+static int run(AwsConfig *c, AwsFindings *f, const char *state_dir, bool follow_on,
+               unsigned interval) {
+        uint64_t asked;
+        bool listing;
+        int r;
+
+        r = ask(c, f->volume_id, f);
+        asked = now_usec(CLOCK_MONOTONIC);
+        listing = r >= 0 && worth_listing(f);
+        /* EC2's answer into the file first, for the daemon to act on while the list is had (a
+         * large snapshot's takes minutes); on stdout once, whole */
+        if (report(f, state_dir, !listing) < 0)
+                return EBS_HYDRATE_EXIT_FAILURE;
+        if (r < 0)
+                return EBS_HYDRATE_EXIT_UNANSWERED;
+        if (listing) {
+                list_blocks(c, f, state_dir);
+                if (report(f, state_dir, true) < 0)
+                        return EBS_HYDRATE_EXIT_FAILURE;
+        }
+        return follow_on ? follow(c, f, state_dir, interval, asked) : EBS_HYDRATE_EXIT_SUCCESS;
 }
 
 int main(int argc, char **argv) {
@@ -393,13 +495,7 @@ int main(int argc, char **argv) {
                 return EBS_HYDRATE_EXIT_FAILURE;
         }
         findings_init(&f, volume_id);
-        r = ask(&config, volume_id, &f);
-        if (report(&f, state_dir, true) < 0)
-                k = EBS_HYDRATE_EXIT_FAILURE;
-        else if (r < 0)
-                k = EBS_HYDRATE_EXIT_UNANSWERED;
-        else
-                k = follow_on ? follow(&config, &f, state_dir, interval) : EBS_HYDRATE_EXIT_SUCCESS;
+        k = run(&config, &f, state_dir, follow_on, interval);
         aws_config_done(&config);
         curl_global_cleanup();
         return k;

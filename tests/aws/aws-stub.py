@@ -15,7 +15,8 @@ gets AWS's SignatureDoesNotMatch. The scenario (JSON) may hold:
                  progress, eta, progress_step, status_lag}}
                               progress_step: each DescribeVolumeStatus after the first adds this
                               to progress (eta shrinks in step); at 100 init_state is "completed"
-  deny: [Action, ...]         these actions answer UnauthorizedOperation (with deny_message)
+  deny: [Action, ...]         these actions answer UnauthorizedOperation (with deny_message);
+                              ListSnapshotBlocks answers AccessDeniedException
   throttle: N                 the first N EC2 requests answer 503 RequestLimitExceeded
   fail500: N                  the first N EC2 requests answer 500 InternalError
   slow: seconds               every EC2 request waits this long first
@@ -23,12 +24,18 @@ gets AWS's SignatureDoesNotMatch. The scenario (JSON) may hold:
   huge: true                  EC2 answers a body larger than any answer may be
   wrong_volume: true          DescribeVolumes answers for another volume
   snapshots: {id: {volume_size, block_size, blocks: [i, ...] | ranges: [[first, end), ...],
-                   page_size, index_as_string, shuffle, expire_after_pages, throttle_pages}}
+                   page_size, index_as_string, shuffle, expire_after_pages, throttle_pages,
+                   kms_denied, slow_pages}}
                               ListSnapshotBlocks (GET /snapshots/ID/blocks, REST-JSON): pages of
                               at most page_size (default: the request's maxResults) blocks; the
                               token of page expire_after_pages (and later ones) is refused once
                               as INVALID_PAGE_TOKEN, as an expired token is; the first
-                              throttle_pages requests answer RequestThrottledException
+                              throttle_pages requests answer RequestThrottledException;
+                              kms_denied: every request answers AccessDeniedException
+                              DEPENDENCY_ACCESS_DENIED (an encrypted snapshot whose KMS key the
+                              caller may not use); slow_pages: seconds each page waits first
+Every request is logged with the service its signature names (the client must sign EC2's as
+"ec2", the EBS direct APIs' as "ebs"); a signature for another service is refused as bad.
 """
 import datetime
 import json
@@ -112,7 +119,16 @@ def status_xml(vid, v):
             f"<eventsSet/><actionsSet/>{init}</item>")
 
 
-def signature_ok(handler, body):
+def signed_service(handler):
+    """The service the request's credential scope names, or None."""
+    try:
+        return handler.headers.get("Authorization", "").split("Credential=")[1].split(",")[0] \
+            .split("/")[3]
+    except IndexError:
+        return None
+
+
+def signature_ok(handler, body, want_service):
     """Recompute the signature over the headers the request signed, with the secret we know."""
     auth = handler.headers.get("Authorization", "")
     try:
@@ -121,6 +137,8 @@ def signature_ok(handler, body):
         signed = auth.split("SignedHeaders=")[1].split(",")[0].split(";")
         amz_date = handler.headers["X-Amz-Date"]
     except (IndexError, KeyError, ValueError):
+        return False
+    if service != want_service:
         return False
     if akid == ENV_KEY[0]:
         secret, token = ENV_KEY[1], None
@@ -193,9 +211,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def ec2(self, body):
         form = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
-        ok = signature_ok(self, body)
+        ok = signature_ok(self, body, "ec2")
         self.record(action=form.get("Action"), volume=form.get("VolumeId.1"), signature_ok=ok,
-                    token=self.headers.get("X-Amz-Security-Token"))
+                    service=signed_service(self), token=self.headers.get("X-Amz-Security-Token"))
         with lock:
             counters["ec2"] += 1
             n = counters["ec2"]
@@ -240,10 +258,11 @@ class Handler(BaseHTTPRequestHandler):
         from urllib.parse import urlsplit
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-        ok = signature_ok(self, body)
+        ok = signature_ok(self, body, "ebs")
         sid = url.path.split("/")[2]
         self.record(action="ListSnapshotBlocks", snapshot=sid, token=query.get("pageToken"),
-                    max_results=query.get("maxResults"), signature_ok=ok)
+                    max_results=query.get("maxResults"), signature_ok=ok,
+                    service=signed_service(self))
         with lock:
             counters["ebs"] = counters.get("ebs", 0) + 1
             n = counters["ebs"]
@@ -251,7 +270,17 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(403, json.dumps({"message": "The request signature we calculated "
                                               "does not match the signature you provided."}),
                              "application/json")
+        if "ListSnapshotBlocks" in scenario.get("deny", []):
+            return self.send(403, json.dumps({"Message": "User is not authorized to perform "
+                                              "ebs:ListSnapshotBlocks.",
+                                              "Reason": "UNAUTHORIZED_ACCOUNT"}), "application/json")
         snap = scenario.get("snapshots", {}).get(sid)
+        if snap and snap.get("kms_denied"):
+            return self.send(403, json.dumps({"Message": "Access to the KMS key is denied.",
+                                              "Reason": "DEPENDENCY_ACCESS_DENIED"}),
+                             "application/json")
+        if snap and snap.get("slow_pages"):
+            time.sleep(snap["slow_pages"])
         if snap is None:
             return self.send(404, json.dumps({"Message": f"The snapshot '{sid}' does not exist.",
                                               "Reason": "SNAPSHOT_NOT_FOUND"}), "application/json")

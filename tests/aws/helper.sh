@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ebs-hydrate-aws against the stand-in for IMDSv2 and EC2 (aws-stub.py, 127.0.0.1 only). Every
-# case runs in a network namespace of its own with only loopback up, so that an endpoint the
-# test forgot to override fails at once instead of sending a packet off this machine; the stub
-# checks every request's SigV4 signature with botocore.
+# ebs-hydrate-aws against the stand-in for IMDSv2, EC2 and the EBS direct APIs (aws-stub.py,
+# 127.0.0.1 only). Every case runs in a network namespace of its own with only loopback up, so
+# that an endpoint the test forgot to override fails at once instead of sending a packet off this
+# machine; the stub checks every request's SigV4 signature with botocore.
 # Usage: helper.sh CASE PATH-TO-ebs-hydrate-aws PATH-TO-aws-list-blocks
 set -euo pipefail
 CASES=(snapshot-volume empty-volume fast-restored provisioned-rate imds-credentials
     imds-credentials-refresh no-imds imds-disabled denied status-denied throttled-then-ok
     throttled-beyond-budget server-errors redirect huge-answer wrong-volume bad-endpoint usage
     state-dir state-dir-error hostile-message device device-aws-off device-not-ebs follow follow-nothing follow-lagging copy-volume list-blocks list-blocks-moto
-    list-blocks-expired list-blocks-errors)
+    list-blocks-expired list-blocks-errors blocks-listed blocks-denied blocks-not-listed
+    blocks-follow blocks-stale)
 . "$(dirname "$0")/../integration/cases.sh"
 
 HELPER=$(realpath "$2")
@@ -73,7 +74,8 @@ run() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
     [ $# -gt 0 ] && { shift; opts=("$@"); }
     RC=0
-    env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" AWS_EC2_METADATA_SERVICE_ENDPOINT="$URL" \
+    env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$URL" AWS_ENDPOINT_URL_EBS="$URL" \
+        AWS_EC2_METADATA_SERVICE_ENDPOINT="$URL" \
         "${vars[@]}" "$HELPER" "${opts[@]}" "$VOL" >"$TMP/out" 2>"$TMP/err" || RC=$?
 }
 with_keys=(AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1)
@@ -434,6 +436,138 @@ case_list_blocks_errors() {
     list snap-0abc
     expect_rc 1
     expect_err "EBS answered a BlockSize of 1000 bytes, which is no block size EBS uses"
+}
+
+# The snapshot's block list, as the helper gets it after EC2's answer -------------------------
+
+BLOCKS_SNAPSHOT='"snapshots": {"snap-0abc": {"volume_size": 16, "ranges": [[0, 5000], [10000, 29000], [32000, 32768]]}}'
+BLOCKS_RANGES=(0-4999 10000-28999 32000-32767)
+decode() { "$HERE/../tools/blocks-decode.py" "$@"; }
+# expect_blocks FILE RANGE...: FILE decodes to these ranges of stored blocks, and to no others.
+expect_blocks() {
+    local file=$1
+    shift
+    decode "$file" >"$TMP/decoded" 2>&1 || fail "$file does not decode: $(cat "$TMP/decoded")"
+    diff <(grep -E '^[0-9]+-[0-9]+$' "$TMP/decoded") <(printf '%s\n' "$@") >&2 ||
+        fail "$file holds other blocks than the snapshot's"
+}
+findings_blocks() { grep -c '^VOLUME_ID=' "$1"; }
+
+case_blocks_listed() {
+    # EC2's answer is in the file at once; the list comes after it (each page here takes 0.3 s),
+    # then <volume>.blocks, then the findings vouching for it, printed once, whole.
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc", "fast_restored": false}},
+        "snapshots": {"snap-0abc": {"volume_size": 16, "slow_pages": 0.3,
+        "ranges": [[0, 5000], [10000, 29000], [32000, 32768]]}}}'
+    local pid
+    mkdir "$TMP/state"
+    (run "${with_keys[@]}" -- --state-dir "$TMP/state" && exit "$RC") &
+    pid=$!
+    for _ in $(seq 40); do [ -e "$TMP/state/$VOL.aws" ] && break; sleep 0.05; done
+    grep -qx 'SOURCE=snapshot' "$TMP/state/$VOL.aws" || fail "EC2's answer was not written before the list"
+    ! grep -q '^BLOCKS_' "$TMP/state/$VOL.aws" || fail "the first findings already speak of blocks"
+    [ ! -e "$TMP/state/$VOL.blocks" ] || fail "a list before ListSnapshotBlocks was answered"
+    RC=0
+    wait "$pid" || RC=$?
+    expect_rc 0
+    [ "$(tail -1 "$TMP/out")" = BLOCKS_STORED=24768 ] || fail "the findings do not end with BLOCKS_STORED=24768"
+    cmp -s "$TMP/out" "$TMP/state/$VOL.aws" || fail "the file and stdout differ"
+    [ "$(findings_blocks "$TMP/out")" -eq 1 ] || fail "the findings were printed more than once"
+    expect_blocks "$TMP/state/$VOL.blocks" "${BLOCKS_RANGES[@]}"
+    grep -qx "VOLUME_ID=$VOL" "$TMP/decoded" || fail "the list names another volume"
+    grep -qx 'SNAPSHOT_ID=snap-0abc' "$TMP/decoded" || fail "the list names another snapshot"
+    grep -qx 'BLOCKS=32768' "$TMP/decoded" || fail "the list is not over 16 GiB"
+    [ "$(stat -c '%a %u' "$TMP/state/$VOL.blocks")" = "644 $(id -u)" ] ||
+        fail "<volume>.blocks is $(stat -c '%a %u' "$TMP/state/$VOL.blocks"), expected mode 644 and owner $(id -u)"
+    [ ! "$TMP/state/$VOL.blocks" -nt "$TMP/state/$VOL.aws" ] || fail "the findings were written before the list"
+    [ "$(find "$TMP/state" -type f | wc -l)" -eq 2 ] || fail "a temporary file was left behind"
+    # the same blocks as the client lists them, every page signed for the EBS direct APIs
+    [ "$(list_requests)" -eq 3 ] || fail "$(list_requests) ListSnapshotBlocks requests for 3 pages"
+    [ "$(grep '"ListSnapshotBlocks"' "$TMP/log" | grep -c '"service": "ebs"')" -eq 3 ] ||
+        fail "ListSnapshotBlocks not signed for the service ebs"
+    all_signed
+    expect_err "$VOL: snap-0abc stores 24768 of its 32768 blocks of 512 KiB (3 pages)"
+    # without --state-dir: the count alone
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc"}}, '"$BLOCKS_SNAPSHOT"'}'
+    run "${with_keys[@]}"
+    expect_rc 0
+    expect_out "BLOCKS_STORED=24768"
+}
+
+case_blocks_denied() {
+    # No ebs:ListSnapshotBlocks: said once, naming it; the rest of the findings stand, and an
+    # older list is not left beside findings that do not vouch for it.
+    stub '{"deny": ["ListSnapshotBlocks"], "volumes": {"'$VOL'": {"snapshot": "snap-0abc"}}, '"$BLOCKS_SNAPSHOT"'}'
+    mkdir "$TMP/state"
+    echo stale >"$TMP/state/$VOL.blocks"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 0
+    expect_out "SOURCE=snapshot"
+    expect_out "BLOCKS_ERROR=EBS answered HTTP 403: AccessDeniedException: UNAUTHORIZED_ACCOUNT: User is not authorized to perform ebs:ListSnapshotBlocks.; the instance role needs ebs:ListSnapshotBlocks"
+    ! grep -q '^BLOCKS_STORED=' "$TMP/out" || fail "BLOCKS_STORED= beside BLOCKS_ERROR="
+    cmp -s "$TMP/out" "$TMP/state/$VOL.aws" || fail "the file and stdout differ"
+    [ "$(grep -c 'the instance role needs ebs:ListSnapshotBlocks' "$TMP/err")" -eq 1 ] ||
+        fail "the journal does not say once that ebs:ListSnapshotBlocks is missing"
+    [ ! -e "$TMP/state/$VOL.blocks" ] || fail "a .blocks file beside BLOCKS_ERROR="
+    [ "$(list_requests)" -eq 1 ] || fail "a denial was asked again"
+    # An encrypted snapshot whose KMS key the role may not use: the key, not the action.
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc"}},
+        "snapshots": {"snap-0abc": {"volume_size": 1, "blocks": [5], "kms_denied": true}}}'
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 0
+    grep -q "^BLOCKS_ERROR=EBS answered HTTP 403: AccessDeniedException: DEPENDENCY_ACCESS_DENIED: .*; the instance role needs the use of the snapshot's KMS key (it is encrypted: kms:Decrypt" \
+        "$TMP/out" || fail "BLOCKS_ERROR= does not point at the KMS key"
+    [ ! -e "$TMP/state/$VOL.blocks" ] || fail "a .blocks file beside BLOCKS_ERROR="
+}
+
+case_blocks_not_listed() {
+    # Volumes the daemon does not read: no list asked for, none written, no BLOCKS_ line.
+    local v=(vol-0e0000000000000e0 vol-0f0000000000000f0 vol-0c0000000000000c0 vol-0d0000000000000d0)
+    stub '{"volumes": {"'${v[0]}'": {}, "'${v[1]}'": {"snapshot": "snap-0abc", "fast_restored": true},
+        "'${v[2]}'": {"snapshot": "snap-0abc", "init_state": "completed", "init_type": "default", "progress": 100},
+        "'${v[3]}'": {"source_volume": "vol-0aaaaaaaaaaaaaaaa", "init_state": "initializing", "init_type": "volume-copy"}},
+        '"$BLOCKS_SNAPSHOT"'}'
+    mkdir "$TMP/state"
+    for VOL in "${v[@]}"; do
+        run "${with_keys[@]}" -- --state-dir "$TMP/state"
+        expect_rc 0
+        [ "$(list_requests)" -eq 0 ] || fail "the blocks of $VOL's snapshot were listed"
+        ! grep -q '^BLOCKS_' "$TMP/out" || fail "BLOCKS_ findings for $VOL"
+        [ ! -e "$TMP/state/$VOL.blocks" ] || fail "a .blocks file for $VOL"
+    done
+    [ "$(ec2_requests DescribeVolumes)" -eq 4 ] || fail "not every volume was asked about"
+}
+
+case_blocks_follow() {
+    # AWS initializes at a provisioned rate: the list is had once, its count in every findings
+    # written while following.
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc", "init_rate": 300, "init_state": "initializing",
+        "init_type": "provisioned-rate", "progress": 40, "progress_step": 60}}, '"$BLOCKS_SNAPSHOT"'}'
+    mkdir "$TMP/state"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state" --follow --interval=1
+    expect_rc 0
+    [ "$(ec2_requests DescribeVolumeStatus)" -eq 2 ] || fail "DescribeVolumeStatus asked $(ec2_requests DescribeVolumeStatus) times, expected 2"
+    [ "$(list_requests)" -eq 3 ] || fail "$(list_requests) ListSnapshotBlocks requests, expected 3 (one listing of 3 pages)"
+    [ "$(findings_blocks "$TMP/out")" -eq 2 ] || fail "$(findings_blocks "$TMP/out") findings printed, expected 2"
+    [ "$(grep -cx 'BLOCKS_STORED=24768' "$TMP/out")" -eq 2 ] || fail "a findings printed without BLOCKS_STORED="
+    grep -qx 'INITIALIZATION_STATE=completed' "$TMP/state/$VOL.aws" || fail "the file does not end completed"
+    grep -qx 'BLOCKS_STORED=24768' "$TMP/state/$VOL.aws" || fail "the last findings lost BLOCKS_STORED="
+    expect_blocks "$TMP/state/$VOL.blocks" "${BLOCKS_RANGES[@]}"
+}
+
+case_blocks_stale() {
+    # A list from an earlier run (another snapshot's blocks) is replaced by this run's.
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc"}},
+        "snapshots": {"snap-0abc": {"volume_size": 1, "ranges": [[0, 10], [100, 101]]}}}'
+    mkdir "$TMP/state"
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 0
+    expect_blocks "$TMP/state/$VOL.blocks" 0-9 100-100
+    stub '{"volumes": {"'$VOL'": {"snapshot": "snap-0abc"}}, '"$BLOCKS_SNAPSHOT"'}'
+    run "${with_keys[@]}" -- --state-dir "$TMP/state"
+    expect_rc 0
+    expect_out "BLOCKS_STORED=24768"
+    expect_blocks "$TMP/state/$VOL.blocks" "${BLOCKS_RANGES[@]}"
 }
 
 # fake_ebs NAME MODEL SERIAL: a device NAME in a sysfs tree of its own ($TMP/sys), as the

@@ -157,7 +157,8 @@ helper_in_netns() {
         for _ in $(seq 100); do [ -s "$3" ] && break; sleep 0.05; done
         url=http://127.0.0.1:$(cat "$3")
         shift 4
-        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
+        env -i PATH="$PATH" AWS_ENDPOINT_URL_EC2="$url" AWS_ENDPOINT_URL_EBS="$url" \
+            AWS_EC2_METADATA_SERVICE_ENDPOINT="$url" \
             AWS_ACCESS_KEY_ID=AKIDSTUBENV AWS_SECRET_ACCESS_KEY=stub/env+secret= AWS_REGION=us-east-1 \
             "$@" >/dev/null
         rc=$?
