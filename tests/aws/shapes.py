@@ -172,6 +172,18 @@ for key in keys:
 for reason in re.findall(r'"([A-Z_]+_THROTTL[A-Z_]*|ACCOUNT_THROTTLED)"', blocks_c):
     throttled = ebs.shape_for("RequestThrottledException").members["Reason"].enum
     check(reason in throttled, f"{reason} is not a RequestThrottledException reason")
+# The Reasons the helper tells apart (ebs-hydrate-aws.c: a KMS key denied), and those the stand-in
+# answers with, are its model's, each for its exception.
+helper_c = open(f"{src}/src/aws/ebs-hydrate-aws.c").read()
+reasons = {e.name: set(e.members["Reason"].enum) for e in
+           ebs.operation_model("ListSnapshotBlocks").error_shapes if "Reason" in e.members}
+for reason in re.findall(r'"(DEPENDENCY_[A-Z_]+)"', helper_c):
+    check(reason in reasons.get("AccessDeniedException", ()),
+          f"ebs-hydrate-aws.c compares with {reason}, no AccessDeniedException reason")
+stub_src = open(f"{src}/tests/aws/aws-stub.py").read()
+for reason in re.findall(r'"Reason": "([A-Z_]+)"', stub_src):
+    check(any(reason in r for r in reasons.values()),
+          f"the stub answers Reason {reason}, which no ListSnapshotBlocks error has")
 print("EBS keys read:", ", ".join(keys))
 
 if errors:
