@@ -41,13 +41,15 @@ static void help(void) {
                "\n"
                "Ask EC2 about an EBS volume and print the findings as KEY=VALUE lines:\n"
                "whether it was created from a snapshot or empty, fast snapshot restore, and\n"
-               "AWS's initialization state, progress and ETA. A DEVICE (nvme1n1, /dev/nvme1n1)\n"
-               "is looked up in udev for its volume id, and its configuration is honoured:\n"
-               "with Aws=no nothing is asked.\n"
+               "AWS's initialization state, progress and ETA; then, for a volume restored from\n"
+               "a snapshot that is still to be read, how many blocks the snapshot stores\n"
+               "(BLOCKS_STORED=). A DEVICE (nvme1n1, /dev/nvme1n1) is looked up in udev for its\n"
+               "volume id, and its configuration is honoured: with Aws=no nothing is asked.\n"
                "\n"
                "  -h, --help           show this help\n"
                "      --state-dir=DIR  also write the findings to DIR/VOLUME-ID.aws, replaced\n"
-               "                       whole (an error too, saying why AWS could not be asked)\n"
+               "                       whole (an error too, saying why AWS could not be asked),\n"
+               "                       and the snapshot's blocks to DIR/VOLUME-ID.blocks\n"
                "      --config-dir=DIR read the configuration of DEVICE from DIR only\n"
                "      --follow         while AWS initializes the volume at a provisioned rate,\n"
                "                       ask again every minute and replace the findings, until\n"
@@ -57,8 +59,10 @@ static void help(void) {
                "Credentials and region as the AWS SDKs find them: AWS_ACCESS_KEY_ID,\n"
                "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, then the instance\n"
                "metadata service (IMDSv2). Endpoints: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2,\n"
-               "AWS_EC2_METADATA_SERVICE_ENDPOINT; AWS_EC2_METADATA_DISABLED=true turns IMDS off.\n"
-               "IAM: ec2:DescribeVolumes and ec2:DescribeVolumeStatus.\n");
+               "AWS_ENDPOINT_URL_EBS, AWS_EC2_METADATA_SERVICE_ENDPOINT;\n"
+               "AWS_EC2_METADATA_DISABLED=true turns IMDS off.\n"
+               "IAM: ec2:DescribeVolumes, ec2:DescribeVolumeStatus and ebs:ListSnapshotBlocks\n"
+               "(for an encrypted snapshot also the use of its KMS key).\n");
 }
 
 static int parse_interval(const char *s, unsigned *ret) {

@@ -253,6 +253,7 @@ case_usage() {
     "$HELPER" >"$TMP/out" 2>"$TMP/err" || RC=$?
     expect_rc 2
     "$HELPER" --help | grep -q "ec2:DescribeVolumes" || fail "--help names no IAM action"
+    "$HELPER" --help | grep -q "ebs:ListSnapshotBlocks" || fail "--help does not name ebs:ListSnapshotBlocks"
 }
 
 case_state_dir() {
