@@ -88,7 +88,9 @@ mkdir "$TMP/state"
 # A volume from an EC2 snapshot. moto answers DescribeVolumes, but DescribeVolumeStatus only
 # with HTTP 500: retried (5 attempts), then the origin stands without the status, STATUS_ERROR=
 # says why, and the helper succeeds (the daemon hydrates a plain restore). moto has no
-# fastRestored: unknown, not "no".
+# fastRestored: unknown, not "no". moto's EBS direct APIs know only the snapshots made with
+# them, not EC2's: ListSnapshotBlocks is HTTP 500 too, and BLOCKS_ERROR= says so (AWS lists an
+# EC2 snapshot's blocks).
 VOL=${W[VOLUME_FROM_SNAPSHOT]}
 run "$HELPER" --state-dir "$TMP/state" "$VOL"
 expect_rc 0
@@ -104,6 +106,11 @@ expect_line "$F" "SIZE_GIB=1"
 expect_line "$F" "STATUS_ERROR=EC2 answered HTTP 500 (5 attempts; giving up)"
 no_key "$F" ERROR
 no_key "$F" INITIALIZATION_STATE
+expect_line "$F" "BLOCKS_ERROR=EBS answered HTTP 500: InternalServerException (5 attempts; giving up)"
+no_key "$F" BLOCKS_STORED
+[ ! -e "$TMP/state/$VOL.blocks" ] || fail "a .blocks file beside BLOCKS_ERROR="
+[ "$(requests "GET /snapshots/${W[SNAPSHOT]}/blocks" 500)" -eq 5 ] ||
+    fail "ListSnapshotBlocks of the EC2 snapshot was not asked 5 times"
 grep -qF "$VOL: EC2 answered HTTP 500 (5 attempts; giving up)" "$TMP/err" ||
     fail "stderr does not say why the status is missing"
 expect_requests DescribeVolumes 1
