@@ -370,13 +370,7 @@ int blocklist_save(int dir_fd, BlockListInfo *info, const uint64_t *bits) {
 }
 
 int blocklist_remove(int dir_fd, const char *volume_id) {
-        char name[STATE_KEY_MAX + sizeof(BLOCKLIST_SUFFIX)];
-
-        if (file_name(volume_id, name, sizeof(name)) < 0)
-                return -EINVAL;
-        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        return findings_remove_file(dir_fd, volume_id, BLOCKLIST_SUFFIX);
 }
 
 int blocklist_load(int dir_fd, const char *volume_id, uid_t helper_uid, BlockListInfo *ret,

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* What AWS said about a volume (findings.h): its text and its file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pwd.h>
 
@@ -329,6 +331,16 @@ int findings_write_file(int dir_fd, const char *volume_id, const char *suffix, c
         if (file_name(volume_id, suffix, name, sizeof(name)) < 0)
                 return -EINVAL;
         return write_file_atomic_at(dir_fd, name, data, size, 0644, WRITE_ATOMIC_SYNC);
+}
+
+int findings_remove_file(int dir_fd, const char *volume_id, const char *suffix) {
+        char name[NAME_MAX + 1];
+
+        if (file_name(volume_id, suffix, name, sizeof(name)) < 0)
+                return -EINVAL;
+        if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
 }
 
 int findings_read_file(int dir_fd, const char *volume_id, const char *suffix, size_t max_size,

@@ -82,6 +82,9 @@ int findings_write_file(int dir_fd, const char *volume_id, const char *suffix, c
                         size_t size);
 int findings_read_file(int dir_fd, const char *volume_id, const char *suffix, size_t max_size,
                        uid_t helper_uid, char **ret, size_t *ret_size);
+/* findings_remove_file() - <volume_id><suffix> gone (never a link's target): 0, also when
+ * there was none, or a negative errno. */
+int findings_remove_file(int dir_fd, const char *volume_id, const char *suffix);
 
 /* findings_save() - <volume>.aws in @dir_fd, replaced whole and synced, mode 0644. */
 int findings_save(int dir_fd, const AwsFindings *f);
