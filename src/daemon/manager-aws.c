@@ -149,6 +149,15 @@ static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
         hydrator_set_empty(run->hydrator, TAKE_PTR(run->aws_empty));
 }
 
+/* The helper will list the snapshot's blocks: a volume from a snapshot that it will read. */
+static bool blocks_to_come(const AwsFindings *f) {
+        const char *v = findings_verdict(f);
+
+        return f->source == FINDINGS_SOURCE_SNAPSHOT && f->blocks_stored == FINDINGS_UNKNOWN &&
+               !f->blocks_error[0] &&
+               (streq(v, EBS_HYDRATE_AWS_SNAPSHOT) || streq(v, EBS_HYDRATE_AWS_INITIALIZING));
+}
+
 static int check(Manager *run) {
         char line[REPORT_LINE_MAX], why[REPORT_LINE_MAX];
         _cleanup_close_ int dir_fd = -1;
@@ -168,7 +177,9 @@ static int check(Manager *run) {
         r = findings_load(dir_fd, run->key, run->aws_uid, &f);
         if (r == -ENOENT)
                 return 0;
-        run->aws_answered = true; /* whatever it is worth */
+        /* Whatever it is worth; a snapshot's findings without the block list yet are not the
+         * word the data waits for: the helper lists the blocks next. */
+        run->aws_answered = r < 0 || !blocks_to_come(&f);
         if (r < 0) {
                 log_warning("%s: ignoring %s/%s%s: %s", run->key, findings_dir(), run->key,
                             FINDINGS_SUFFIX,
@@ -228,7 +239,11 @@ static void end_wait(Manager *run) {
             (!run->aws_answered && now_usec(CLOCK_MONOTONIC) < run->aws_await_until))
                 return;
         run->aws_awaiting = false;
-        if (!run->aws_answered)
+        if (!run->aws_answered && run->aws_known)
+                log_info("%s: the snapshot's block list not there within %" PRIu64 " s: "
+                         "hydrating until it comes",
+                         run->key, AWS_FIRST_WORD_USEC / USEC_PER_SEC);
+        else if (!run->aws_answered)
                 log_info("%s: no word from ebs-hydrate-aws within %" PRIu64 " s: hydrating "
                          "without it",
                          run->key, AWS_FIRST_WORD_USEC / USEC_PER_SEC);
@@ -286,7 +301,7 @@ int manager_aws_watch(Manager *run) {
         /* The helper's unit is there (its directory is) and has not answered yet: the
          * metadata and hot paths are read at once, the rest waits a moment for its word (a
          * volume created empty, or the snapshot's block list, is then not read for nothing). */
-        if (!run->aws_known && !run->aws_answered && access(findings_dir(), F_OK) == 0) {
+        if (!run->aws_answered && access(findings_dir(), F_OK) == 0) {
                 run->aws_awaiting = true;
                 run->aws_await_until = now_usec(CLOCK_MONOTONIC) + AWS_FIRST_WORD_USEC;
                 hydrator_hold_after(run->hydrator, PLAN_STAGE_HOT);
