@@ -228,7 +228,12 @@ static int check(Manager *run) {
                 unfollow(run, why);
                 return 0;
         }
-        log_info("%s", report_aws_noted(line, sizeof(line), run->key, &f));
+        /* once: the helper rewrites its findings (with the block list, when following) */
+        report_aws_noted(line, sizeof(line), run->key, &f);
+        if (!streq(line, run->aws_noted)) {
+                log_info("%s", line);
+                (void)snprintf(run->aws_noted, sizeof(run->aws_noted), "%s", line);
+        }
         return 0;
 }
 

@@ -66,6 +66,7 @@ typedef struct Manager {
         uint64_t aws_await_until; /* CLOCK_MONOTONIC: the end of that wait */
         uint64_t *aws_empty;      /* the list by chunk while it is read (take_block_list()) */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
+        char aws_noted[REPORT_LINE_MAX]; /* the line last said of findings that change nothing */
 } Manager;
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC) /* STATUS= and the record, at least */

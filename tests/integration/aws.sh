@@ -401,6 +401,8 @@ case_blocks_mid_run() {
     assert_contains "$out" "hydrated, read" "summary"
     assert_contains "$out" "stored in the snapshot" "summary"
     assert_le "$read" $((total / 3)) "sectors read"
+    # the findings came twice (without the list, then with it): said once
+    [ "$(grep -c "AWS: restored from snap-0abc" "$WORK/err")" -eq 1 ] || fail "noted more than once"
     out=$(hydrate "$dev") || fail "second run exited $?"
     assert_contains "$out" "already hydrated" "second run"
 }
