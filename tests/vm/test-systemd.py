@@ -42,7 +42,9 @@ ebs-hydrated and ebs-hydratectl; purged, it leaves nothing running.
       its shipped unit (a drop-in only names the stub), which asks IMDSv2 and EC2 (SigV4) and
       writes its findings; ebs-hydrated completes "without reading" within 5 s of the device
       appearing and reads nothing more. With Aws=no for another volume the helper asks nothing
-      and that volume is hydrated as today
+      and that volume is hydrated as today. A third volume's snapshot stores 40 MiB of its
+      1 GiB: the helper lists its blocks (ListSnapshotBlocks, signed for "ebs") into the
+      .blocks file, and ebs-hydrated reads those blocks and no others
   f   dpkg --purge while a hot-plugged third volume hydrates: no instance, process, bus name,
       unit, rule, state or metrics file is left, and a new udev event on the volume starts
       nothing
@@ -109,6 +111,10 @@ VOL_BASE = Vol("base", "base0000000000000000", 1024 * MIB, 0)
 # minute of reading had AWS not said so. n: the same with Aws=no in a drop-in, read as today.
 VOL_K = Vol("k", "vol0a5e0000000000001", 1024 * MIB, 16 * MIB)
 VOL_N = Vol("n", "vol0a5e0000000000002", 1024 * MIB, 16 * MIB)
+# Step k: from a snapshot that stores 40 MiB of it (blocks 0-15 and 1000-1063 of 512 KiB).
+VOL_S = Vol("s", "vol0a5e0000000000003", 1024 * MIB, 16 * MIB)
+SNAP_S = "snap-0a5e00003"
+SNAP_S_RANGES = [[0, 16], [1000, 1064]]  # 512 KiB blocks, the end excluded
 LATENCY_MS = 90
 STATUS_RE = re.compile(r"^(vol-[0-9a-f]{17}): (\d+\.\d)% hydrated \(([^)]+) of ([^)]+)\), "
                        r"(\d+(\.\d+)? [KMGT]?i?B/s), about .+ left$")
@@ -1026,19 +1032,22 @@ def guest_now_usec(m):
 
 
 def step_k(m, stub):
-    vol, off = VOL_K, VOL_N
+    vol, off, snap = VOL_K, VOL_N, VOL_S
     stub.start({"volumes": {vol.volume_id: {"size": 1},
-                            off.volume_id: {"size": 1, "snapshot": "snap-0a5e00001"}}})
+                            off.volume_id: {"size": 1, "snapshot": "snap-0a5e00001"},
+                            snap.volume_id: {"size": 1, "snapshot": SNAP_S}},
+                "snapshots": {SNAP_S: {"volume_size": 1, "ranges": SNAP_S_RANGES}}})
     try:
         m.write_file(AWS_RULE, "".join(
             'SUBSYSTEM=="block", KERNEL=="nvme*n*", ENV{DEVTYPE}=="disk", '
             'ENV{ID_SERIAL_SHORT}=="%s", ENV{EBS_VOLUME_ID}="%s"\n' % (v.serial, v.volume_id)
-            for v in (vol, off)))
+            for v in (vol, off, snap)))
         m.write_file(AWS_DROPIN, "[Service]\nEnvironment=AWS_ENDPOINT_URL=%s\n"
                      "Environment=AWS_EC2_METADATA_SERVICE_ENDPOINT=%s\n" % (STUB_URL, STUB_URL))
         m.succeed("udevadm control --reload && systemctl daemon-reload")
         _step_k_empty(m, stub, vol)
         _step_k_aws_off(m, stub, off, vol)
+        _step_k_blocks(m, stub, snap)
     finally:
         stub.stop()
         m.run("rm -rf %s %s %s; rmdir %s 2>/dev/null; udevadm control --reload; "
@@ -1151,6 +1160,50 @@ def _step_k_aws_off(m, stub, vol, ref):
         check(ref.read <= normal + 16 * MIB, "the empty volume read no more than this run did "
               "in as long (+16 MiB): AWS's word only stopped the reading",
               "%.1f MiB, here %.1f MiB" % (ref.read / MIB, normal / MIB))
+    finally:
+        m.set_volume_rate(vol.name, 0)
+        m.remove_volume(vol.name)
+
+
+def _step_k_blocks(m, stub, vol):
+    stored = sum(end - first for first, end in SNAP_S_RANGES) * 512 * 1024
+    attach(m, vol, hotplug=True)
+    try:
+        t0 = time.monotonic()
+        vol.kname = m.block_device(vol.serial)
+        unit, helper = unit_of(vol), "ebs-hydrate-aws@%s.service" % vol.kname
+        p = wait_unit(m, unit, finished, "finished", 60)
+        vm.log("%s finished %.1f s after device_add" % (unit, time.monotonic() - t0))
+        read = bytes_read(m, vol.kname)
+        vm.log_output("journal of %s and %s:" % (helper, unit), m.succeed(
+            "journalctl --no-pager -o short-monotonic -u %s -u %s" % (helper, unit)))
+        h = helper_ran(m, helper)
+        check(h["Result"] == "success" and h["ExecMainStatus"] == "0",
+              "%s listed the snapshot's blocks, exit 0" % helper,
+              "result %s, exit %s" % (h["Result"], h["ExecMainStatus"]))
+        path = "%s/%s" % (AWS_DIR, vol.volume_id)
+        owner, text = m.succeed("stat -c '%%U %%a' %s.blocks && cat %s.aws"
+                                % (path, path)).split("\n", 1)
+        check(owner.split() == ["ebs-hydrate-aws", "644"] and
+              "\nBLOCKS_STORED=%d\n" % (stored // (512 * 1024)) in text,
+              "%s.blocks written by ebs-hydrate-aws, the findings vouch for its %d blocks"
+              % (path, stored // (512 * 1024)), "%s; %r" % (owner, text))
+        ebs = [r for r in stub.requests() if r.get("action") == "ListSnapshotBlocks"]
+        check(ebs and all(r["signature_ok"] and r["service"] == "ebs" and
+                          r["snapshot"] == SNAP_S for r in ebs),
+              "the stub saw ListSnapshotBlocks for %s, signed for ebs (%d requests)"
+              % (SNAP_S, len(ebs)))
+        check(p["ActiveState"] == "active" and p["SubState"] == "exited" and
+              p["Result"] == "success" and "stored in the snapshot" in p["StatusText"],
+              "%s: hydrated, STATUS says what the snapshot stores" % unit, repr(p["StatusText"]))
+        rig = m.hydrated(vol.name)[0]
+        vm.log("%s: the snapshot stores %.1f MiB; the guest read %.1f MiB, the rig fetched "
+               "%.1f MiB" % (vol.volume_id, stored / MIB, read / MIB, rig / MIB))
+        # every stored block, and besides them no more than udev's and the mapping's probes
+        check(stored <= read <= stored + 8 * MIB,
+              "the guest read the stored blocks and no others: %.1f MiB for %.1f MiB stored "
+              "(+ 8 MiB of probes at most) of %d MiB" % (read / MIB, stored / MIB,
+                                                        vol.size // MIB))
     finally:
         m.set_volume_rate(vol.name, 0)
         m.remove_volume(vol.name)
