@@ -89,10 +89,15 @@ static bool helper_silent(const Manager *run) {
         return now_usec(CLOCK_MONOTONIC) - run->aws_seen_usec > AWS_FOLLOW_STALE_USEC;
 }
 
-static int on_stored_run(uint64_t first, uint64_t count, void *userdata) {
-        Manager *run = userdata;
+typedef struct StoredRuns {
+        const Hydrator *hydrator;
+        uint64_t *empty; /* hydrator_empty_new() */
+} StoredRuns;
 
-        hydrator_empty_stored(run->hydrator, run->aws_empty, first, count);
+static int on_stored_run(uint64_t first, uint64_t count, void *userdata) {
+        StoredRuns *s = userdata;
+
+        hydrator_empty_stored(s->hydrator, s->empty, first, count);
         return 0;
 }
 
@@ -103,6 +108,7 @@ static int on_stored_run(uint64_t first, uint64_t count, void *userdata) {
  */
 static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
         char stored[FORMAT_BYTES_MAX], volume[FORMAT_BYTES_MAX];
+        StoredRuns runs = {.hydrator = run->hydrator};
         BlockListInfo info;
         int r;
 
@@ -118,7 +124,7 @@ static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
         if (f->blocks_stored == FINDINGS_UNKNOWN)
                 return; /* not listed yet */
         run->aws_blocks_taken = true;
-        r = hydrator_empty_new(run->hydrator, &run->aws_empty);
+        r = hydrator_empty_new(run->hydrator, &runs.empty);
         if (r < 0) {
                 log_warning_errno(r,
                                   "%s: no memory for the snapshot's block list (%m): every "
@@ -126,7 +132,7 @@ static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
                                   run->key);
                 return;
         }
-        r = blocklist_load(dir_fd, run->key, run->aws_uid, &info, on_stored_run, run);
+        r = blocklist_load(dir_fd, run->key, run->aws_uid, &info, on_stored_run, &runs);
         if (r >= 0 && (!streq(info.snapshot_id, f->snapshot_id) ||
                        (int64_t)info.n_stored != f->blocks_stored))
                 r = -ESTALE;
@@ -138,15 +144,14 @@ static void take_block_list(Manager *run, int dir_fd, const AwsFindings *f) {
                             : r == -ESTALE ? "not the list of the findings' snapshot"
                             : r == -ENOENT ? "missing"
                                            : "not a valid block list");
-                free(run->aws_empty);
-                run->aws_empty = NULL;
+                free(runs.empty);
                 return;
         }
         log_info("%s: snapshot %s stores %s of the volume's %s: reading only those blocks",
                  run->key, info.snapshot_id,
                  format_bytes(stored, sizeof(stored), info.n_stored * BLOCKLIST_BLOCK_SIZE),
                  format_bytes(volume, sizeof(volume), run->dev->size));
-        hydrator_set_empty(run->hydrator, TAKE_PTR(run->aws_empty));
+        hydrator_set_empty(run->hydrator, runs.empty);
 }
 
 /* The helper will list the snapshot's blocks: a volume from a snapshot that it will read. */

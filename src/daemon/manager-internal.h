@@ -64,7 +64,6 @@ typedef struct Manager {
         bool aws_awaiting;      /* no data read before the helper's first word (or the wait) */
         bool aws_answered;      /* the helper has left findings for this run to read */
         uint64_t aws_await_until; /* CLOCK_MONOTONIC: the end of that wait */
-        uint64_t *aws_empty;      /* the list by chunk while it is read (take_block_list()) */
         char aws_reason_buf[REPORT_WORDS_MAX * 2];
         char aws_noted[REPORT_LINE_MAX]; /* the line last said of findings that change nothing */
 } Manager;
