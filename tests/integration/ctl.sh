@@ -232,7 +232,8 @@ case_forget() {
     # A daemon resuming part1 holds its lock: forget must refuse and leave the state alone.
     hydrate --state-key=part1 --rate-limit=16M "$PART_DEV" >/dev/null 2>&1 &
     pid=$!
-    sleep 0.5
+    # Once it holds the lock (a fixed wait was not always enough under valgrind).
+    wait_for 60 lock_held "$STATE/part1.lock" || fail "the daemon took no lock on $STATE/part1.lock in 60 s"
     out=$(expect_exit 1 "forget while hydrating" ctl forget part1)
     kill "$pid"
     wait "$pid" || true

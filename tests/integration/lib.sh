@@ -164,6 +164,14 @@ wait_for() {
     done
 }
 
+# lock_held FILE: someone holds a lock on FILE (/proc/locks names its device and inode)
+lock_held() {
+    local dev ino
+    read -r dev ino < <(stat -c '%d %i' "$1" 2>/dev/null) || return 1
+    awk -v m="$(printf '%02x:%02x:%d' $((dev >> 8)) $((dev & 255)) "$ino")" \
+        '$0 ~ ("[ ]" m "[ ]") { found = 1 } END { exit !found }' /proc/locks
+}
+
 # as_nobody CMD...: run CMD as uid/gid 65534 with no supplementary groups
 as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups "$@"

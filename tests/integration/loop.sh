@@ -357,7 +357,8 @@ case_one_instance_per_volume() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t6 \
         --rate-limit=32M "$dev" >/dev/null 2>&1 &
     pid=$!
-    sleep 0.5
+    # Once it holds the lock (a fixed wait was not always enough under valgrind).
+    wait_for 60 lock_held "$STATE/t6.lock" || fail "the daemon took no lock on $STATE/t6.lock in 60 s"
     out=$(hydrate --state-key=t6 "$dev" 2>&1) || rc=$?
     kill "$pid"
     wait "$pid" || true
