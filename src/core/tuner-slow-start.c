@@ -19,6 +19,20 @@ static void end_slow_start(DepthTuner *t, unsigned depth, uint64_t now) {
 }
 
 /*
+ * What the device delivered over the last @n cold completions (@n of the ring, the oldest at
+ * @since; @since 0: the ring's own oldest), in bytes/s of reads of @bytes; INFINITY if all
+ * came at once.
+ */
+static double served_since(const DepthTuner *t, unsigned n, uint64_t since, uint64_t bytes,
+                           uint64_t now) {
+        if (since == 0)
+                since = t->start_done_usec[t->start_completions % n];
+        return now > since
+                       ? (double)n * (double)bytes * (double)USEC_PER_SEC / (double)(now - since)
+                       : INFINITY;
+}
+
+/*
  * Slow start, read by read: one read more for each cold one that completes, so the depth doubles
  * every round (a round: as many completions as the depth when it began). It ends when a round
  * did not pay, at the depth the round before began with: its first reads' smallest latency
@@ -40,14 +54,18 @@ void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t 
                 /* In the first round, this read waited behind ours (a cap that lets through
                  * far less than the depth we start at asks for): the depth that carries what
                  * the device delivered over the last completions at the smallest latency plus
-                 * the target, if that is less than half of what we have. A read slowed by
+                 * the target, if that is less than half of what we have. What it delivered:
+                 * over the whole round so far, or over the last few completions if that says
+                 * more (a device that answers in bursts, as the rig's cap does, leaves a gap
+                 * after one, and the last few alone measured the gap: 21 MiB/s of a 125
+                 * MiB/s cap, and a depth of 6 where 13 was needed). A read slowed by
                  * chance on a fast device, or one that gives more the deeper it is driven,
                  * asks for more than that. */
-                unsigned n = MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES);
-                uint64_t oldest = t->start_done_usec[t->start_completions % n];
-                double served = now > oldest ? (double)n * (double)bytes * (double)USEC_PER_SEC /
-                                                       (double)(now - oldest)
-                                             : INFINITY;
+                double served = MAX(
+                        served_since(t, t->start_completions, t->start_first_usec, bytes, now),
+                        served_since(t,
+                                     MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES),
+                                     0, bytes, now));
                 double d = served * (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
                            (double)USEC_PER_SEC / (double)bytes;
 
@@ -56,6 +74,8 @@ void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t 
                         return;
                 }
         }
+        if (t->start_completions == 0)
+                t->start_first_usec = now;
         t->start_done_usec[t->start_completions++ % TUNER_SLOW_START_SAMPLES] = now;
         if (t->round_completions < TUNER_SLOW_START_SAMPLES)
                 t->round_min_usec = MIN(t->round_min_usec, latency);

@@ -351,6 +351,7 @@ bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         t->round_completions = 0;
         t->round_min_usec = UINT64_MAX;
         t->round_rate = 0;
+        t->start_completions = 0; /* what came before the yield says nothing of the device now */
         if (tuner_base_latency(t) > 0)
                 t->start_min_usec = tuner_base_latency(t);
         return tuner_set_depth(t, tuner_clamp_depth(t, t->depth), TUNER_SLOW_START);

@@ -254,7 +254,8 @@ typedef struct DepthTuner {
         double round_rate;          /* bytes/s of the round before; 0 none */
         uint64_t round_min_usec;    /* the smallest latency of its first reads; UINT64_MAX none */
         uint64_t start_min_usec;    /* the smallest cold latency since the start */
-        unsigned start_completions; /* cold completions since the start */
+        unsigned start_completions; /* cold completions since the (re)start of the climb */
+        uint64_t start_first_usec;  /* when the first of them came */
         uint64_t start_done_usec[TUNER_SLOW_START_SAMPLES]; /* when the last ones came, a ring */
 
         /* other I/O (tuner_sample()) */

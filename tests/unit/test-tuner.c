@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "tuner-internal.h"
 #include "tuner.h"
 #include "util.h"
 
@@ -306,6 +307,57 @@ static void test_tuner_small_cap_no_long_queue(void **state) {
         assert_true(run.depth <= 12.0);
         assert_true(run.queue_mean <= 2.0 * SEC);
         assert_true(run.rate[0] >= 0.95 * 6.0 * MiB);
+}
+
+static void test_tuner_first_round_in_a_burst(void **state) {
+        /* The rig's cap answers in bursts: the 32 reads of the start came back together at
+         * 232-245 ms, and the first read sent after them took 371 ms. It waited: the first
+         * round is cut. What the device served is the whole burst and the gap after it (31
+         * MiB in 384 ms), not the last 8 reads over the gap (21 MiB/s, a depth of 6 where a
+         * 125 MiB/s cap at 90 ms needs 13: the climb took 2 s to get back). */
+        DepthTuner t;
+        uint64_t t0 = 330 * MSEC, now = t0;
+
+        tuner_init(&t, 4, 32, 48, 0);
+        for (unsigned i = 0; i < 31; i++) {
+                now = t0 + 232 * MSEC + i * 420;
+                tuner_complete(&t, MiB, now - t0, now);
+        }
+        assert_int_equal(t.mode, TUNER_SLOW_START);
+        tuner_complete(&t, MiB, 371 * MSEC, now + 371 * MSEC);
+        assert_int_equal(t.mode, TUNER_STARTUP);
+        assert_true(t.depth >= 13 && t.depth <= 24);
+
+        /* A device that serves 4 reads at a time, steadily: the first round's queue is cut at
+         * once to the depth that carries what it served, from the whole round as before. */
+        tuner_init(&t, 4, 32, 48, 0);
+        now = 0;
+        for (unsigned i = 0; i < 8 && t.mode == TUNER_SLOW_START; i++) {
+                now = (90 * MSEC) * (i / 4 + 1) + (i % 4) * 100;
+                tuner_complete(&t, MiB, now, now);
+        }
+        assert_int_equal(t.mode, TUNER_STARTUP);
+        assert_true(t.depth >= 4 && t.depth <= 6);
+}
+
+static void test_tuner_restarted_climb_forgets_the_old_round(void **state) {
+        /* After a yield the climb starts again (tuner_restart_climb()); the completions from
+         * before it, seconds old, are no measure of what the device serves now: a first round
+         * that queues is cut to what it served since the restart, not over the old gap. */
+        DepthTuner t;
+        uint64_t now = 0;
+
+        tuner_init(&t, 4, 32, 255, 0);
+        for (unsigned i = 0; i < 8; i++) /* 8 reads served together at 90 ms */
+                tuner_complete(&t, MiB, 90 * MSEC, 90 * MSEC + i);
+        now = 30 * SEC;
+        t.depth = 32;
+        tuner_restart_climb(&t, now);
+        /* 32 MiB in 100 ms (320 MiB/s) now: at 90 ms that needs about 33 reads, no cut. */
+        for (unsigned i = 0; i < 32; i++)
+                tuner_complete(&t, MiB, 90 * MSEC + i * 3200, now + 90 * MSEC + i * 3200);
+        tuner_complete(&t, MiB, 150 * MSEC, now + 191 * MSEC);
+        assert_int_equal(t.mode, TUNER_SLOW_START);
 }
 
 static void test_tuner_relearns_an_inflated_base(void **state) {
@@ -830,6 +882,8 @@ int main(void) {
                 cmocka_unit_test(test_tuner_gp3_holds_the_queue_short),
                 cmocka_unit_test(test_tuner_small_cap_no_long_queue),
                 cmocka_unit_test(test_tuner_no_yield_under_a_mib),
+                cmocka_unit_test(test_tuner_first_round_in_a_burst),
+                cmocka_unit_test(test_tuner_restarted_climb_forgets_the_old_round),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
                 cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
