@@ -67,12 +67,15 @@
  *    (a journal's commits, a log line): only the climb holds our queue to the tighter target
  *    below while it lasts, so that their reads do not wait long behind ours. So a
  *    load that takes 1% of the capacity costs about 1.5%, and a writer of 4 KiB a second
- *    costs nothing. Their cost is the most of the last TUNER_YIELD_QUIET_USEC: the cut comes
+ *    costs nothing. Before TUNER_KNOWN_SECONDS of our reads, only a cut of half or more is
+ *    made (the capacities are still what our ramp-up delivered). Their cost is the most of
+ *    the last TUNER_YIELD_QUIET_USEC: the cut comes
  *    at once and goes only after a quiet spell (md resync's idle test, ZFS scrub's ramp).
  *    The harm they see is measured too: while yielding, the smallest latency of the last
  *    TUNER_YIELD_QUEUE_SAMPLES samples over the base is the queue they wait in (a tighter
  *    target: a sixteenth of the base, at most 5 ms). When it shows, a quarter less pace for a
- *    moment tells whether it is ours: if it goes, the capacities are lowered to where the pace
+ *    moment tells whether it is ours: if it goes (in every sample of the test's second half),
+ *    the capacities are lowered to where the pace
  *    is 10% under the one that queued; if it stays (a busy device's latency grows with load of
  *    any kind; a workload's own queue is there whatever we do), the pace comes back and
  *    queues are left alone for TUNER_QUEUE_IGNORE_USEC.
@@ -279,6 +282,7 @@ typedef struct DepthTuner {
         double share;                /* ... of which ours beside the siblings', 0 to 1 */
         double ref_ours;             /* bytes/s we read at most (the floor is a share of it) */
         double fair;                 /* what we would read with nobody else there */
+        unsigned cap_seconds;        /* the seconds of our reads the capacities come from */
         bool cap_known;              /* the capacities were seen at saturation (reads queued) ... */
         uint64_t cap_seen_usec;      /* ... last at this time */
         uint64_t yield_start_usec;   /* when it began to yield */
@@ -290,6 +294,7 @@ typedef struct DepthTuner {
         TunerQueueTest queue_test;
         uint64_t queue_test_usec; /* when it began */
         double queue_pace;        /* the pace that queued */
+        bool queue_test_seen;     /* a queue in its second half: not gone at the smaller pace */
         double pace_scale;        /* 1, or TUNER_QUEUE_TEST_SCALE while testing */
         bool probing;             /* the capacities grow: probing */
         unsigned yields;          /* times it started yielding (for the log) */
