@@ -409,9 +409,8 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
          * is larger than it will be, and a yield with no capacity known starts again from
          * TUNER_YIELD_START reads (a 4 MiB/s reader on the disk beside a 125 MiB/s volume
          * cost 3 s of it: 0.87x the rate alone). The climb keeps to the tighter target
-         * meanwhile; after that, the cut is made from what those seconds delivered, known
-         * at saturation or not (waiting for a queue that the tighter target may never let
-         * form would be no yield at all). */
+         * meanwhile. After that the cut is made as before: from the capacities if they were
+         * seen at saturation, else again from TUNER_YIELD_START reads (start_yielding()). */
         if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT ||
             ((t->ring_n < TUNER_RATE_SAMPLES || t->cap_seconds < TUNER_KNOWN_SECONDS) &&
              t->cut < TUNER_YIELD_EARLY_CUT))
