@@ -69,7 +69,8 @@ case_sigterm_saves() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=t7 \
         --rate-limit=64M "$dev" >"$WORK/out" 2>&1 &
     pid=$!
-    sleep 1.5
+    wait_for 60 grep -q ' t7: plan: ' "$WORK/out" || fail "no plan line within 60 s: $(cat "$WORK/out")"
+    sleep 1
     kill -TERM "$pid"
     wait "$pid" || rc=$?
     # Progress saved, then the process dies by the signal (128 + 15), as shells expect.
@@ -97,7 +98,8 @@ case_stop_signals() {
         "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=s \
             --rate-limit=64M "$dev" >"$WORK/out" 2>&1 &
         pid=$!
-        sleep 1.5
+        wait_for 60 grep -q ' s: plan: ' "$WORK/out" || fail "SIG$sig: no plan line within 60 s"
+        sleep 1
         kill -s "$sig" "$pid"
         rc=0
         wait "$pid" || rc=$?
@@ -215,7 +217,10 @@ case_grown_mid_run() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=never --state-key=g \
         --rate-limit=16M "$dev" >"$WORK/out" 2>&1 &
     pid=$!
-    sleep 1
+    # Once it reads (the plan is logged when the mapping is done): a fixed second was not
+    # always past the start under valgrind, and a device grown before it opened it is no
+    # change at all.
+    wait_for 60 grep -q ' g: plan: ' "$WORK/out" || fail "no plan line within 60 s: $(cat "$WORK/out")"
     truncate -s 64M "$img"
     losetup -c "$dev"
     wait "$pid" || rc=$?
@@ -236,10 +241,10 @@ case_bar_and_log_lines() {
     "$DAEMON" --no-bus --state-dir="$STATE" --config-dir="$CONF" --progress=always --state-key=b \
         --rate-limit=64M "$dev" >/dev/null 2>"$WORK/err" &
     pid=$!
-    sleep 1.5
+    # Once the bar is drawn (a fixed 1.5 s was not always enough under valgrind).
+    wait_for 60 grep -q $'\r\e\[K\[' "$WORK/err" || fail "no progress bar drawn: $(od -c "$WORK/err" | head)"
     kill -TERM "$pid"
     wait "$pid" || true
-    grep -q $'\r\e\[K\[' "$WORK/err" || fail "no progress bar drawn: $(od -c "$WORK/err" | head)"
     grep -q $'\r\e\[Kebs-hydrated: Received Terminated' "$WORK/err" ||
         fail "the log line does not clear the bar: $(od -c "$WORK/err" | grep -m1 -B1 -A1 Rec)"
 }
