@@ -18,15 +18,9 @@ static void end_slow_start(DepthTuner *t, unsigned depth, uint64_t now) {
         tuner_new_epoch(t, now);
 }
 
-/*
- * What the device delivered over the last @n cold completions (@n of the ring, the oldest at
- * @since; @since 0: the ring's own oldest), in bytes/s of reads of @bytes; INFINITY if all
- * came at once.
- */
-static double served_since(const DepthTuner *t, unsigned n, uint64_t since, uint64_t bytes,
-                           uint64_t now) {
-        if (since == 0)
-                since = t->start_done_usec[t->start_completions % n];
+/* What the device delivered in @n reads of @bytes completed since @since, in bytes/s;
+ * INFINITY if they all came at once. */
+static double served_since(unsigned n, uint64_t since, uint64_t bytes, uint64_t now) {
         return now > since
                        ? (double)n * (double)bytes * (double)USEC_PER_SEC / (double)(now - since)
                        : INFINITY;
@@ -61,11 +55,10 @@ void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t 
                  * MiB/s cap, and a depth of 6 where 13 was needed). A read slowed by
                  * chance on a fast device, or one that gives more the deeper it is driven,
                  * asks for more than that. */
+                unsigned n = MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES);
                 double served = MAX(
-                        served_since(t, t->start_completions, t->start_first_usec, bytes, now),
-                        served_since(t,
-                                     MIN(t->start_completions, (unsigned)TUNER_SLOW_START_SAMPLES),
-                                     0, bytes, now));
+                        served_since(t->start_completions, t->start_first_usec, bytes, now),
+                        served_since(n, t->start_done_usec[t->start_completions % n], bytes, now));
                 double d = served * (double)(t->start_min_usec + tuner_target(t->start_min_usec)) /
                            (double)USEC_PER_SEC / (double)bytes;
 
