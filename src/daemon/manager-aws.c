@@ -353,6 +353,18 @@ void manager_aws_init(Manager *run) {
         run->aws_uid = findings_helper_uid();
 }
 
+/* Whether stdout is the open file stderr is (one terminal, one pipe, the journal's socket): the
+ * log line already went there. */
+static bool stdout_is_stderr(void) {
+        struct stat out, err;
+
+        return fstat(STDOUT_FILENO, &out) == 0 && fstat(STDERR_FILENO, &err) == 0 &&
+               out.st_dev == err.st_dev && out.st_ino == err.st_ino;
+}
+
+/* The outcome is one line, said once wherever it goes: the log's record (the journal's, with
+ * its MESSAGE_ID), and stdout unless the record went to the same place (under systemd both are
+ * the journal; by hand, 2>&1 or one terminal). */
 int manager_completed_by_aws(Manager *run) {
         char line[REPORT_LINE_MAX];
 
@@ -360,6 +372,7 @@ int manager_completed_by_aws(Manager *run) {
         report_aws_completed(line, sizeof(line), run->key, run->aws_reason);
         (void)sd_notifyf(false, "READY=1\nSTATUS=%s", line);
         log_volume(LOG_INFO, LOG_MESSAGE_HYDRATION_COMPLETE, run->key, run->devnode, "%s", line);
-        (void)output_printf(STDOUT_FILENO, "%s\n", line);
+        if (!log_enabled(LOG_INFO) || !stdout_is_stderr())
+                (void)output_printf(STDOUT_FILENO, "%s\n", line);
         return EBS_HYDRATE_EXIT_SUCCESS;
 }

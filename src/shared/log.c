@@ -254,6 +254,10 @@ static void defang(char *buf, size_t size) {
         (void)snprintf(buf, size, "%s", out);
 }
 
+bool log_enabled(int level) {
+        return level <= log_max_level;
+}
+
 void log_volume(int level, const char *message_id, const char *volume_id, const char *device,
                 const char *format, ...) {
         char buf[LOG_MESSAGE_MAX];

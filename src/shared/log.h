@@ -16,6 +16,9 @@
  * $EBS_HYDRATE_LOG_LEVEL (a syslog level name: err, warning, notice, info (default), debug). */
 void log_setup(const char *program);
 
+/* Whether a line at LEVEL is logged ($EBS_HYDRATE_LOG_LEVEL may leave it out). */
+bool log_enabled(int level);
+
 /* Logs at LEVEL; "%m" expands to strerror(-error). Returns error (negative errno), or -EIO if error
  * is 0. */
 int log_internal(int level, int error, const char *format, ...) _printf_(3, 4);

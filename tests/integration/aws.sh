@@ -51,17 +51,25 @@ findings() {
 }
 
 case_empty_at_start() {
-    local dev before out
+    local dev before out line
     dev=$(make_loop 256M)
     findings SOURCE=empty FAST_RESTORED=unknown
     before=$(sectors_read "$dev")
-    out=$(hydrate "$dev") || fail "run exited $?"
-    assert_contains "$out" "$KEY: complete without reading: created empty: nothing to hydrate (AWS)" \
-        "summary"
+    hydrate "$dev" >"$WORK/stdout" 2>"$WORK/stderr" || fail "run exited $?"
+    cat "$WORK/stdout" "$WORK/stderr"
+    line="$KEY: complete without reading: created empty: nothing to hydrate (AWS)"
+    # Said on stdout for a script, and logged (the journal's record under systemd)...
+    assert_eq "$(grep -cF "$line" "$WORK/stdout")" 1 "the summary on stdout"
+    assert_eq "$(grep -cF "$line" "$WORK/stderr")" 1 "the log line on stderr"
     # Known before anything is read: not even the file systems are mapped.
     assert_eq $(($(sectors_read "$dev") - before)) 0 "sectors read"
     out=$(hydrate "$dev") || fail "second run exited $?"
     assert_contains "$out" "$KEY: already hydrated" "second run (the checkpoint says complete)"
+    # ... but once where both are one (2>&1, one terminal, the journal's stream under systemd).
+    rm -f "$STATE/$KEY.state"
+    out=$(hydrate "$dev" 2>&1) || fail "run with 2>&1 exited $?"
+    echo "$out"
+    assert_eq "$(grep -cF "$line" <<<"$out")" 1 "the summary, stdout and stderr one pipe"
 }
 
 case_fast_restored_mid_run() {
