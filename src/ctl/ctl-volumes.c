@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl-bus.h"
@@ -21,6 +22,7 @@
 #include "log.h"
 #include "state.h"
 #include "sysfs.h"
+#include "time-util.h"
 #include "util.h"
 
 int ctl_require_root(const char *command) {
@@ -158,7 +160,7 @@ static void add_aws(VolumeList *l) {
                 v->aws_progress = f.initialization_progress >= 0 && f.initialization_progress <= 100
                                           ? f.initialization_progress
                                           : -1;
-                v->aws_eta_seconds = f.initialization_eta >= 0 ? f.initialization_eta : -1;
+                v->aws_eta_seconds = findings_eta_at(&f, now_usec(CLOCK_REALTIME));
         }
 }
 

@@ -58,8 +58,12 @@ static bool findings_changed(Manager *run, int dir_fd) {
 static void follow(Manager *run) {
         char line[REPORT_LINE_MAX];
 
-        if (!run->aws_following)
-                log_info("%s", report_aws_following(line, sizeof(line), run->key, &run->aws));
+        if (!run->aws_following) {
+                AwsFindings f;
+
+                manager_aws_now(run, &f);
+                log_info("%s", report_aws_following(line, sizeof(line), run->key, &f));
+        }
         run->aws_following = true;
         hydrator_hold_after(run->hydrator, PLAN_STAGE_HOT);
 }
@@ -346,7 +350,12 @@ void manager_aws_record(const Manager *run, VolumeRecord *r) {
         r->aws_progress = f->initialization_progress >= 0 && f->initialization_progress <= 100
                                   ? f->initialization_progress
                                   : -1;
-        r->aws_eta_seconds = f->initialization_eta >= 0 ? f->initialization_eta : -1;
+        r->aws_eta_seconds = findings_eta_at(f, now_usec(CLOCK_REALTIME));
+}
+
+void manager_aws_now(const Manager *run, AwsFindings *ret) {
+        *ret = run->aws;
+        ret->initialization_eta = findings_eta_at(ret, now_usec(CLOCK_REALTIME));
 }
 
 void manager_aws_init(Manager *run) {

@@ -97,6 +97,8 @@ int manager_aws_watch(Manager *run);
 int manager_completed_by_aws(Manager *run);
 /* manager_aws_record() - what AWS said, into the volume record (nothing without findings). */
 void manager_aws_record(const Manager *run, VolumeRecord *r);
+/* manager_aws_now() - the findings as of now: AWS's ETA counted down since the helper asked. */
+void manager_aws_now(const Manager *run, AwsFindings *ret);
 
 /* STATUS= for systemctl status (a no-op outside systemd), and the record with it. */
 void manager_notify_status(Manager *run);

@@ -168,9 +168,12 @@ void manager_notify_status(Manager *run) {
                                                   ? st.stalled_usec
                                                   : 0));
         else if (run->aws_following && st.phase == HYDRATOR_HYDRATING &&
-                 st.plan.current > st.hold_after)
-                report_aws_status(line, sizeof(line), run->key, &run->aws);
-        else {
+                 st.plan.current > st.hold_after) {
+                AwsFindings f;
+
+                manager_aws_now(run, &f);
+                report_aws_status(line, sizeof(line), run->key, &f);
+        } else {
                 report_status(line, sizeof(line), &st);
                 if (run->aws_awaiting && st.phase == HYDRATOR_HYDRATING &&
                     st.plan.current > st.hold_after) {

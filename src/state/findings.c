@@ -107,6 +107,15 @@ static bool aws_initializes(const char *type) {
         return streq(type, "provisioned-rate") || streq(type, "volume-copy");
 }
 
+int64_t findings_eta_at(const AwsFindings *f, uint64_t realtime_usec) {
+        uint64_t gone;
+
+        if (f->initialization_eta < 0)
+                return -1;
+        gone = realtime_usec > f->time_usec ? (realtime_usec - f->time_usec) / USEC_PER_SEC : 0;
+        return gone >= (uint64_t)f->initialization_eta ? 0 : f->initialization_eta - (int64_t)gone;
+}
+
 const char *findings_verdict(const AwsFindings *f) {
         bool initializing = streq(f->initialization_state, "initializing");
 

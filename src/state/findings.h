@@ -61,6 +61,11 @@ FindingsSource findings_source_from_string(const char *s);
 const char *findings_dir(void);
 uid_t findings_helper_uid(void);
 
+/* findings_eta_at() - AWS's initialization ETA (seconds, as of @f's TIME_USEC) counted down to
+ * @realtime_usec (CLOCK_REALTIME), never under 0; -1 when AWS gave none. A clock behind
+ * TIME_USEC counts nothing off. */
+int64_t findings_eta_at(const AwsFindings *f, uint64_t realtime_usec);
+
 /* findings_verdict() - what @f means for the hydration: an EBS_HYDRATE_AWS_* word. */
 const char *findings_verdict(const AwsFindings *f);
 

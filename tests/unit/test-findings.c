@@ -207,6 +207,24 @@ static void test_findings_parse_refuses(void **state) {
         assert_string_equal(g.source_volume_id, "vol-0aaaaaaaaaaaaaaaa");
 }
 
+static void test_findings_eta_at(void **state) {
+        /* AWS's ETA as of TIME_USEC, counted down to the time asked for, never under 0; a
+         * clock behind the findings' counts nothing off; unknown stays unknown. */
+        AwsFindings f = answered();
+        const uint64_t t = UINT64_C(1795000000000000);
+
+        f.time_usec = t;
+        f.initialization_eta = 1800;
+        assert_int_equal(findings_eta_at(&f, t), 1800);
+        assert_int_equal(findings_eta_at(&f, t + 600 * USEC_PER_SEC + 999999), 1200);
+        assert_int_equal(findings_eta_at(&f, t + 1800 * USEC_PER_SEC), 0);
+        assert_int_equal(findings_eta_at(&f, t + 86400 * USEC_PER_SEC), 0);
+        assert_int_equal(findings_eta_at(&f, t - 60 * USEC_PER_SEC), 1800);
+        assert_int_equal(findings_eta_at(&f, 0), 1800);
+        f.initialization_eta = FINDINGS_UNKNOWN;
+        assert_int_equal(findings_eta_at(&f, t + USEC_PER_SEC), -1);
+}
+
 static void test_findings_file(void **state) {
         _cleanup_free_ char *dir = fixture_tmpdir("findings");
         _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -266,6 +284,7 @@ int main(void) {
                 cmocka_unit_test(test_findings_error_only),
                 cmocka_unit_test(test_findings_format_refuses),
                 cmocka_unit_test(test_findings_parse_refuses),
+                cmocka_unit_test(test_findings_eta_at),
                 cmocka_unit_test(test_findings_file),
         };
 
