@@ -196,19 +196,10 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->pace_scale = 1;
         t->probe_hold_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
-        if (!t->cap_known) {
-                /* What the device can do is not known: grow until reads queue. From the depth
-                 * that the capacities delivered so far leave us: they were delivered without
-                 * a queue, so that pace is one the device gives beside the others (with none
-                 * measured yet, from TUNER_YIELD_START reads). From 2 reads, a 20 MiB/s
-                 * reader beside a 400 MiB/s volume at 200 ms took the climb from 108 reads
-                 * to 2, and 4 s to get back to 30. */
-                unsigned from = tuner_clamp_yield(t, TUNER_YIELD_START);
-
-                if (pace > 0 && t->fair > 0)
-                        from = MAX(from, depth_for_pace(t, pace));
+        if (!t->cap_known) { /* what the device can do is not known: grow until reads queue */
                 t->pace = 0;
-                return tuner_set_depth(t, MIN(t->depth, from), TUNER_YIELD);
+                return tuner_set_depth(t, MIN(t->depth, tuner_clamp_yield(t, TUNER_YIELD_START)),
+                                       TUNER_YIELD);
         }
         t->pace = pace / 2; /* until our queue from before has drained (decide_yield()) */
         return tuner_set_depth(t, MIN(t->depth, depth_for_pace(t, pace)), TUNER_YIELD);
@@ -417,11 +408,11 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         pace = pace_for(t);
         /* Nor, before TUNER_KNOWN_SECONDS of our reads, for others who take less than half
          * of what we read: the capacities so far are what our ramp-up delivered, so the cut
-         * is larger than it will be (a 4 MiB/s reader on the disk beside a 125 MiB/s volume
-         * cost 3 s of the yield's regrowth: 0.87x the rate alone). The climb keeps to the
-         * tighter target meanwhile. After that the cut is made as before: from the
-         * capacities if they were seen at saturation, else by growing until reads queue
-         * (start_yielding()). */
+         * is larger than it will be, and a yield with no capacity known starts again from
+         * TUNER_YIELD_START reads (a 4 MiB/s reader on the disk beside a 125 MiB/s volume
+         * cost 3 s of it: 0.87x the rate alone). The climb keeps to the tighter target
+         * meanwhile. After that the cut is made as before: from the capacities if they were
+         * seen at saturation, else again from TUNER_YIELD_START reads (start_yielding()). */
         if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT ||
             ((t->ring_n < TUNER_RATE_SAMPLES || t->cap_seconds < TUNER_KNOWN_SECONDS) &&
              t->cut < TUNER_YIELD_EARLY_CUT))

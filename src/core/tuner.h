@@ -83,11 +83,9 @@
  *    Capacities not seen at saturation for TUNER_CAPACITY_TRUST_USEC are believed
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
  *    a sibling's queue, say) recovers; a probe that finds the queue where it was waits twice
- *    as long before the next (up to TUNER_PROBE_WAIT_MAX_USEC). With no capacity seen at
- *    saturation yet it adds one read a sample until reads queue, and that total is the
- *    capacity: from the depth that carries the pace the capacities measured so far leave
- *    (they were delivered without a queue), or, with none measured (busy from the start),
- *    from TUNER_YIELD_START reads.
+ *    as long before the next (up to TUNER_PROBE_WAIT_MAX_USEC). With no capacity learned yet
+ *    (busy from the start), it starts at TUNER_YIELD_START reads and adds one a sample until
+ *    reads queue: that total is the capacity.
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
