@@ -215,12 +215,14 @@ sectors_settled() { # DEV SECONDS: the count does not move for that long; prints
 case_provisioned_follows() {
     # AWS initializes the volume: the metadata is read, then nothing, STATUS= shows AWS's
     # progress; the run completes when AWS says it is done.
-    local dev before total read pid rc=0 out eta
+    local dev before total read pid rc=0 out eta t0 since
     command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 missing"
     dev=$(make_ext4 256M)
     total=$(device_sectors "$dev")
-    # Asked 10 min ago, when AWS said 30 min: 20 min left now (counted down, not as said).
-    TIME_USEC=$(($(now_usec) - 600 * 1000000)) findings "${INITIALIZING[@]}" \
+    # Asked 571 s ago, when AWS said 30 min: 1229 s left now, "about 20 min" for the next
+    # 59 s (counted down, not as said: "about 30 min").
+    t0=$(now_usec)
+    TIME_USEC=$((t0 - 571 * 1000000)) findings "${INITIALIZING[@]}" \
         INITIALIZATION_PROGRESS=10 INITIALIZATION_ETA_SECONDS=1800
     before=$(sectors_read "$dev")
     python3 "$(dirname "$0")/notify-listener.py" "$WORK/notify.sock" "$WORK/notify.log" 60 \
@@ -243,19 +245,23 @@ case_provisioned_follows() {
     wait_for 5 grep -qx 'AWS=initializing' "$WORK/run/$KEY.record" || fail "the record has no AWS="
     grep -qx 'AWS_SNAPSHOT_ID=snap-0abc' "$WORK/run/$KEY.record" || fail "the record has no snapshot"
     grep -qx 'AWS_PROGRESS=10' "$WORK/run/$KEY.record" || fail "the record has no AWS_PROGRESS="
-    # AWS's ETA counts down from when the helper asked (TIME_USEC): 1800 s then, 1200 at start.
+    # AWS's ETA counts down from when the helper asked (TIME_USEC): 1800 s then, 1229 s at
+    # t0, less the seconds since (the record is rewritten every 2 s or so).
     eta=$(sed -n 's/^AWS_ETA_SECONDS=//p' "$WORK/run/$KEY.record")
     [ -n "$eta" ] || fail "the record has no AWS_ETA_SECONDS="
-    assert_le "$eta" 1200 "AWS_ETA_SECONDS= (1800 when the findings were written, 10 min before)"
-    assert_le $((1200 - 30)) "$eta" "AWS_ETA_SECONDS= (1800 less the seconds since)"
+    since=$((($(now_usec) - t0) / 1000000))
+    echo "AWS_ETA_SECONDS=$eta, $since s after the findings were written"
+    assert_le "$eta" 1229 "AWS_ETA_SECONDS= (1800 when the findings were written, 571 s before)"
+    assert_le $((1229 - since - 4)) "$eta" "AWS_ETA_SECONDS= (1800 less the seconds since)"
     out=$("$CTL" --state-dir="$STATE" status "$KEY") || fail "ctl status exited $?"
     assert_contains "$out" "AWS" "ctl status legend"
     assert_contains "$out" "initializing 10%" "ctl status"
     out=$("$CTL" --state-dir="$STATE" --json status "$KEY") || fail "ctl --json status exited $?"
     assert_contains "$out" '"aws":{"verdict":"initializing","snapshot_id":"snap-0abc","initialization_percent":10,"initialization_eta_seconds":1' "ctl --json"
     eta=$(sed -n 's/.*"initialization_eta_seconds":\([0-9]*\)}.*/\1/p' <<<"$out")
-    assert_le "$eta" 1200 "ctl --json initialization_eta_seconds"
-    assert_le $((1200 - 30)) "$eta" "ctl --json initialization_eta_seconds, counted down"
+    since=$((($(now_usec) - t0) / 1000000))
+    assert_le "$eta" 1229 "ctl --json initialization_eta_seconds"
+    assert_le $((1229 - since - 4)) "$eta" "ctl --json initialization_eta_seconds, counted down"
     out=$("$CTL" --state-dir="$STATE" metrics) || fail "ctl metrics exited $?"
     assert_contains "$out" "ebs_hydrate_volume_aws{volume_id=\"$KEY\",device=\"\",device_name=\"\",aws=\"initializing\"} 1" "metrics"
     assert_contains "$out" "ebs_hydrate_volume_aws_initialization_percent{volume_id=\"$KEY\",device=\"\",device_name=\"\"} 10" "metrics"
