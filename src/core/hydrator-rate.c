@@ -23,15 +23,10 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
  * RateLimit= allows a tenth of a second's burst. The tuner's pace goes out in batches, one every
  * HYDRATOR_PACE_BATCH_USEC: the timer waits until a batch's worth has built up. A device
  * that answers a read only once the reads that came after it are answered too (the rig's FUSE
- * export nests its requests) answers a stream of reads spaced closer than its latency late;
- * batches let it answer each a latency or so later. But a batch is a burst in front of the
- * others' reads: behind a 125 MiB/s cap, a tenth of a second's pace at 60 MiB/s (6 MiB) holds
- * the cap for 48 ms, and the busy-volume benchmark's workload saw a read of 4-11 ms every
- * 100 ms, a p99.9 of 9-12 ms. A 40th of a second's batches gave 4.2 and 5.7 ms at the same
- * share of the spare (under 40 MiB/s of pace a batch is one 1 MiB read: reads one at a time);
- * the rig's later answers (mean latency 350 ms against 170) are carried by the depth
- * (TUNER_YIELD_LATENCY_MAX). The bucket keeps HYDRATOR_PACE_CATCH_UP_USEC more,
- * so that a timer that fired late (or a loop busy for a moment) costs no pace.
+ * export nests its requests) never answers a stream of reads spaced closer than its latency
+ * until our queue is full; a batch a period apart is answered a latency later, like any
+ * device's. The bucket keeps HYDRATOR_PACE_CATCH_UP_USEC more, so that a timer that fired late
+ * (or a loop busy for a moment) costs no pace.
  */
 bool hydrator_rate_allows(Hydrator *h, uint64_t bytes) {
         uint64_t now = hydrator_now_usec();

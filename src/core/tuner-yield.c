@@ -170,9 +170,7 @@ static double pace_for(DepthTuner *t) {
  * slack: the pace, not the depth, holds the rate, and a device whose latency grows with the
  * others' load (a busy one) must not hold us under it. The latency counted is at least the
  * base's and the yield's target, and at most TUNER_YIELD_LATENCY_MAX times the base: a depth
- * that followed a latency of its own making would only make it longer. (Six: on the busy rig
- * the cold reads behind the workload took 190-530 ms at a base of 90, 350 ms on average with
- * the pace in 25 ms batches; at three the depth held the hydration to 52-63% of the spare.)
+ * that followed a latency of its own making would only make it longer.
  */
 static unsigned depth_for_pace(const DepthTuner *t, double pace) {
         uint64_t base = yield_base(t);

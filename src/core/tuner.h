@@ -159,7 +159,7 @@
 #define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads ... */
 #define TUNER_YIELD_EARLY_CUT 0.5    /* ... nor before a second of them, but for a cut of half */
 #define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency ... */
-#define TUNER_YIELD_LATENCY_MAX 6    /* ... a latency of at most 6 x the base */
+#define TUNER_YIELD_LATENCY_MAX 3    /* ... a latency of at most 3 x the base */
 #define TUNER_YIELD_BASE_SECONDS 10  /* yielding, the base: the smallest latency of 10 s */
 
 /* A queue seen while yielding, and the test of whether it is ours (tuner-yield.c). */
