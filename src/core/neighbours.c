@@ -231,11 +231,16 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                 x->found = false;
                 save_allowance(own, x->dev, &allowance);
                 neighbours_save_allowance(n, x->dev, &allowance);
+                /* What the sibling read since the last sample (nothing, for one found now). */
+                if (x->fresh && x->activity.primed && ours.bytes > x->activity.last_ours)
+                        ret->sibling_bytes += (double)(ours.bytes - x->activity.last_ours);
                 activity_sample(&x->activity, &st, &ours, &allowance, now_usec, &f);
                 cost = activity_cost(&f);
                 if (x->fresh && now_usec - x->found_usec < NEIGHBOURS_SIBLING_START_USEC)
                         cost = 0;
                 ret->siblings += f.ours;
+                ret->readers += x->fresh && f.ours >= NEIGHBOURS_READING;
+                ret->queued += x->fresh && f.ours >= NEIGHBOURS_READING && x->view.queueing;
                 ret->cost += cost;
                 if (cost > busiest) {
                         busiest = cost;

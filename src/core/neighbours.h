@@ -43,8 +43,13 @@ typedef struct SaveNews {
 #define SAVE_ALLOWANCE_OPS 16 /* data, journal, commit with flush and FUA, for file and dir */
 
 /* What the neighbours did over the last second. */
+#define NEIGHBOURS_READING (1024.0 * 1024.0) /* a sibling reading: 1 MiB/s or more */
+
 typedef struct NeighbourFigures {
         double siblings;               /* bytes/s their hydrators read */
+        double sibling_bytes;          /* ... completed since the last sample */
+        unsigned readers;              /* ... of which so many at NEIGHBOURS_READING or more */
+        unsigned queued;               /* ... and of those, so many whose reads queue */
         double cost;                   /* bytes/s what others' I/O on them costs */
         char busiest[KERNEL_NAME_MAX]; /* the one whose I/O costs most, "" none */
 } NeighbourFigures;

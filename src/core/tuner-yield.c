@@ -36,6 +36,8 @@ static void push_sample(DepthTuner *t, uint64_t now) {
                                             .min_latency_usec = t->sample_min_usec};
         t->ring_next = (t->ring_next + 1) % TUNER_RATE_SAMPLES;
         t->ring_n = MIN(t->ring_n + 1, (unsigned)TUNER_RATE_SAMPLES);
+        if (t->read_samples > 0 || t->sample_bytes > 0)
+                t->read_samples = MIN(t->read_samples + 1, 1000u);
         /* While yielding, the epochs decide nothing (the pace holds the rate): the base is
          * kept up from the samples. */
         if (t->yielding && t->sample_min_usec != UINT64_MAX)
@@ -382,7 +384,12 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
                         t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES]
                                 .min_latency_usec;
         sec->own_cost = MAX(sec->own_cost, own_cost);
-        sec->other_cost = MAX(sec->other_cost, other_cost);
+        /* Not in our first seconds: the volumes beside ours may be siblings starting with us,
+         * whose first reads show before they count them (tuner_sample() below), and what the
+         * disks beside did in our first second is in their rates for one more. Kept, that
+         * cost would make us yield for TUNER_YIELD_QUIET_USEC once they are over. */
+        if (t->read_samples > TUNER_START_SAMPLES)
+                sec->other_cost = MAX(sec->other_cost, other_cost);
         recent_costs(t);
         t->others = t->own_cost + t->other_cost > 0;
 
@@ -393,14 +400,15 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         /* Not deeper while others are there: the epochs judge from here. */
         if (t->mode == TUNER_SLOW_START)
                 tuner_end_slow_start(t, now_usec);
-        /* A few samples of our own reads first: before, our rate (what a cut is a share of)
-         * is not known, and neither is what the device gives. Until a whole second of them,
-         * while our reads ramp up, only a workload on our own disk that takes most of it is
-         * one to yield to (the volumes beside ours may be siblings starting up with us: their
-         * first reads, the mapping of their file systems, show before they count them). */
+        /* A few samples first: before, our rate (what a cut is a share of) is not known, and
+         * neither is what the device gives. For TUNER_START_SAMPLES of samples with our reads
+         * in them, while those ramp up, only a workload on our own disk is one to yield to
+         * (the volumes beside ours may be siblings starting up with us: their first reads,
+         * the mapping of their file systems, show before they count them; and the disks'
+         * rates are over the last second). */
         if (t->ring_n < TUNER_YIELD_FIRST_SAMPLES)
                 return false;
-        if (t->ring_n < TUNER_RATE_SAMPLES)
+        if (t->read_samples <= TUNER_START_SAMPLES)
                 t->other_cost = 0;
         learn_capacities(t, now_usec);
         pace = pace_for(t);

@@ -41,6 +41,9 @@ void tuner_new_epoch(DepthTuner *t, uint64_t now) {
         t->warm_completions = 0;
         t->min_latency_usec = UINT64_MAX;
         t->tainted = false;
+        t->sibling_bytes = 0;
+        t->sibling_usec = 0;
+        t->shared_window = false;
 }
 
 /* The next multiple of @period after @now: every instance on the machine reads the same
@@ -64,6 +67,7 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
                 .relearn_due_usec = next_boundary(now_usec, TUNER_RELEARN_FIRST_USEC),
                 .probe_wait = TUNER_CRUISE_EPOCHS,
                 .hold_next = TUNER_CRUISE_EPOCHS,
+                .share_next = TUNER_CRUISE_EPOCHS,
         };
         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                 t->base_hist[i] = UINT64_MAX;
@@ -102,6 +106,27 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 t->min_latency_usec = MIN(t->min_latency_usec, latency_usec);
         else
                 t->warm_completions++;
+}
+
+void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
+                    uint64_t now_usec) {
+        uint64_t span = t->last_sample_usec > 0 && now_usec > t->last_sample_usec
+                                ? now_usec - t->last_sample_usec
+                                : TUNER_SAMPLE_USEC;
+
+        t->readers = readers;
+        if (queued > 0 && t->queueing)
+                t->shared_usec = now_usec;
+        /* A sample counts for the epoch's window if most of it falls inside. */
+        if (now_usec >= t->measure_usec + span / 2) {
+                t->sibling_bytes += bytes;
+                t->sibling_usec += span;
+                t->shared_window |= queued > 0;
+        }
+}
+
+bool tuner_queueing(const DepthTuner *t) {
+        return t->queueing && !t->yielding;
 }
 
 void tuner_taint(DepthTuner *t, uint64_t now_usec) {
@@ -159,6 +184,9 @@ typedef struct Sample {
         uint64_t base;  /* base latency, usec */
         uint64_t queue; /* queueing delay, usec */
         uint64_t target;
+        double siblings;  /* bytes/s the siblings read meanwhile */
+        unsigned readers; /* how many of them read: 0, none (or not known) */
+        bool shared;      /* ... and some said their reads queue too */
 } Sample;
 
 /* Reads in flight that carry @rate at the base latency plus the target (Little's law). Below the
@@ -169,6 +197,19 @@ static unsigned depth_for(const DepthTuner *t, const Sample *s, double rate) {
         return tuner_clamp_yield(t, (uint64_t)(d + 0.5));
 }
 
+/* An equal share of what we and the siblings read. */
+static double fair_share(const Sample *s) {
+        return (s->rate + s->siblings) / (s->readers + 1);
+}
+
+/* What a drain sizes the depth for: our rate; with siblings behind the queue (it may be theirs
+ * too), no more than an equal share. A climb that only ever drained to its own rate would keep
+ * the split its start made: the first volume, alone at first, held a deep queue that each
+ * sibling then climbed into. */
+static double drain_rate(const Sample *s) {
+        return s->shared && s->rate > TUNER_SHARE_HIGH * fair_share(s) ? fair_share(s) : s->rate;
+}
+
 /* Twice the target: worth draining. Between the two the depth stays (a whole number of reads
  * rarely lands on the target, and a few milliseconds of jitter are no reason to act). */
 static bool queueing(const Sample *s) {
@@ -176,6 +217,15 @@ static bool queueing(const Sample *s) {
 }
 
 /* ---- the climb ---- */
+
+/* What we gained since the base, less what the siblings lost meanwhile, if our reads queued:
+ * behind a cap we share, reads we add take a share from theirs, which looks like growth from
+ * here. (Without a queue they cannot have: the siblings' own ups and downs are not counted.) */
+static double net_rate(const DepthTuner *t, const Sample *s) {
+        double lost = s->shared && s->queue > s->target ? t->base_siblings - s->siblings : 0;
+
+        return s->rate - MAX(lost, 0.0);
+}
 
 /* Did going from base to the current depth pay: more throughput than noise could explain, and
  * at least half of what the depth grew? */
@@ -198,23 +248,66 @@ static unsigned knee(const DepthTuner *t, double rate) {
         return (unsigned)MIN((double)t->depth, d + 0.999);
 }
 
-/* Queueing delay over the target: probe down to the depth the throughput needs, at once. */
-static bool drain(DepthTuner *t, const Sample *s, unsigned from) {
-        unsigned d = depth_for(t, s, s->rate);
+/* Queueing delay over the target: probe down to the depth the throughput needs (our share of
+ * it, drain_rate()), at once. False when that is no smaller than @from; else *@changed says
+ * whether the depth changed. */
+static bool drain(DepthTuner *t, const Sample *s, unsigned from, bool *changed) {
+        unsigned d = depth_for(t, s, drain_rate(s));
 
         if (d >= from)
                 return false;
         t->base_depth = from;
         t->base_rate = s->rate;
+        t->base_siblings = s->siblings;
         t->delay_probe = true;
+        t->share_drain = drain_rate(s) < s->rate;
+        *changed = tuner_set_depth(t, d, TUNER_PROBE_DOWN);
         return true;
 }
 
 /* The climb is over at @depth: cruise there, or drain first if reads queue. */
 static bool cruise_at(DepthTuner *t, const Sample *s, unsigned depth) {
-        if (queueing(s) && drain(t, s, depth))
-                return tuner_set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
+        bool changed;
+
+        if (queueing(s) && drain(t, s, depth, &changed))
+                return changed;
         return tuner_set_depth(t, depth, TUNER_CRUISE);
+}
+
+/*
+ * Behind a queue, with siblings reading: under TUNER_SHARE_LOW of an equal share, the depth
+ * that carries that share (at most half as deep again at once). Where the queue is shared
+ * (one cap for the instance), the reads we add take a share from those who hold more than
+ * theirs, and they drain (drain_rate()); where it is our own, more reads buy nothing, and
+ * growth_paid() says so: then none for a while, twice as long each time.
+ */
+static bool take_share(DepthTuner *t, const Sample *s) {
+        unsigned d;
+
+        if (!s->shared || s->queue <= s->target || t->share_hold || t->depth >= t->max ||
+            s->rate >= TUNER_SHARE_LOW * fair_share(s))
+                return false;
+        d = MIN(depth_for(t, s, fair_share(s)),
+                scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN));
+        if (d <= t->depth)
+                return false;
+        t->base_depth = t->depth;
+        t->base_rate = s->rate;
+        t->base_siblings = s->siblings;
+        t->taking_share = true;
+        return tuner_set_depth(t, tuner_clamp_depth(t, d), TUNER_PROBE_UP);
+}
+
+/* Did a drain lose nothing: our rate held, or, with siblings reading, what we gave up they
+ * took (behind a cap we share, our reads only queued in front of theirs)? A drain to our share
+ * is meant to give up: it holds if they took at least half of it (the rest may still be in
+ * the queue we left, or on its way to them); where nobody took any, the queue was our own. */
+static bool drain_held(const DepthTuner *t, const Sample *s) {
+        double gained = s->readers > 0 ? MAX(s->siblings - t->base_siblings, 0.0) : 0;
+
+        if (t->share_drain)
+                return true;
+        return s->rate + gained >= t->base_rate * TUNER_DOWN_TOLERANCE;
 }
 
 static bool decide_probe_down(DepthTuner *t, const Sample *s) {
@@ -231,7 +324,7 @@ static bool decide_probe_down(DepthTuner *t, const Sample *s) {
                  * the same cap, a drain cannot tell: a device whose latency grows with load
                  * looks the same. The volumes that share the cap are watched instead:
                  * neighbours.h.) */
-                if (s->rate >= t->base_rate * TUNER_DOWN_TOLERANCE) {
+                if (drain_held(t, s)) {
                         t->drain_retried = false;
                         t->hold_next = TUNER_CRUISE_EPOCHS;
                         return tuner_set_depth(t, t->depth, TUNER_CRUISE);
@@ -263,13 +356,20 @@ static bool decide_probe_down(DepthTuner *t, const Sample *s) {
 }
 
 static bool decide_cruise(DepthTuner *t, const Sample *s) {
+        bool changed;
+
         /* Follow the device while cruising: the base is the latest measure. */
         t->base_depth = t->depth;
         t->base_rate = s->rate;
+        t->base_siblings = s->siblings;
         if (t->delay_hold && --t->hold_left == 0)
                 t->delay_hold = false;
-        if (queueing(s) && !t->delay_hold && drain(t, s, t->depth))
-                return tuner_set_depth(t, depth_for(t, s, s->rate), TUNER_PROBE_DOWN);
+        if (t->share_hold && --t->share_left == 0)
+                t->share_hold = false;
+        if (queueing(s) && !t->delay_hold && drain(t, s, t->depth, &changed))
+                return changed;
+        if (take_share(t, s))
+                return true;
         if (++t->cruise_epochs < t->probe_wait)
                 return false;
         t->cruise_epochs = 0;
@@ -292,23 +392,37 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
 static bool decide(DepthTuner *t, const Sample *s) {
         switch (t->mode) {
         case TUNER_STARTUP:
-                if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, s->rate))
-                        return cruise_at(t, s, knee(t, s->rate)); /* the plateau */
+                if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, net_rate(t, s)))
+                        return cruise_at(t, s, knee(t, net_rate(t, s))); /* the plateau */
                 t->base_depth = t->depth;
                 t->base_rate = s->rate;
+                t->base_siblings = s->siblings;
                 if (t->depth == t->max)
                         return cruise_at(t, s, t->depth);
                 return tuner_set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
                                        TUNER_STARTUP);
         case TUNER_PROBE_UP:
-                if (!growth_paid(t, s->rate)) {
+                if (t->taking_share) {
+                        /* Our share taken: cruise there. Or it was our own queue: back. */
+                        t->taking_share = false;
+                        if (growth_paid(t, s->rate)) {
+                                t->share_next = TUNER_CRUISE_EPOCHS;
+                                return tuner_set_depth(t, t->depth, TUNER_CRUISE);
+                        }
+                        t->share_hold = true;
+                        t->share_left = t->share_next;
+                        t->share_next = MIN(t->share_next * 2, TUNER_CRUISE_EPOCHS_MAX);
+                        return tuner_set_depth(t, t->base_depth, TUNER_CRUISE);
+                }
+                if (!growth_paid(t, net_rate(t, s))) {
                         /* The volume is what it was: look again less often. */
                         t->probe_wait = MIN(t->probe_wait * 2, TUNER_CRUISE_EPOCHS_MAX);
-                        return cruise_at(t, s, knee(t, s->rate));
+                        return cruise_at(t, s, knee(t, net_rate(t, s)));
                 }
                 t->probe_wait = TUNER_CRUISE_EPOCHS;
                 t->base_depth = t->depth;
                 t->base_rate = s->rate;
+                t->base_siblings = s->siblings;
                 return tuner_set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
                                        TUNER_STARTUP);
         case TUNER_PROBE_DOWN:
@@ -327,14 +441,30 @@ static bool decide(DepthTuner *t, const Sample *s) {
 
 /*
  * Once a minute, one epoch at the smallest depth: the base without our own queue. At the same
- * time as every other instance (next_boundary()), so that a queue we share drains too.
+ * time as every other instance (next_boundary()), whatever epoch is under way (a relearn that
+ * waited for the end of a probe would fall at another moment in each), so that a queue we share
+ * drains too. With siblings reading, one read each: four volumes' minimum depths at once would
+ * still keep a queue at a shared cap (16 MiB in flight where 150 MiB/s x 90 ms is 13.5), and a
+ * base learned behind it hides every queue after.
  */
-static bool maybe_relearn(DepthTuner *t, uint64_t now) {
-        if (t->mode != TUNER_CRUISE || now < t->relearn_due_usec || t->depth <= t->min)
-                return false;
+static bool shared_lately(const DepthTuner *t, uint64_t now) {
+        return t->shared_usec > 0 && now - t->shared_usec < TUNER_SHARED_USEC;
+}
+
+static unsigned relearn_floor(const DepthTuner *t, uint64_t now) {
+        return shared_lately(t, now) ? 1 : t->min;
+}
+
+static bool start_relearn(DepthTuner *t, uint64_t now) {
+        unsigned d = relearn_floor(t, now);
+
         t->relearn_due_usec = next_boundary(now, TUNER_RELEARN_USEC);
+        if (t->depth <= d)
+                return false;
         t->relearn_depth = t->depth;
-        return tuner_set_depth(t, t->min, TUNER_RELEARN);
+        t->delay_probe = t->drain_retried = t->taking_share = false;
+        tuner_new_epoch(t, now);
+        return tuner_set_depth(t, d, TUNER_RELEARN);
 }
 
 /* After yielding, the climb starts again from the depth it had: a new slow start, from the base
@@ -344,6 +474,7 @@ bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         t->cruise_epochs = 0;
         t->delay_hold = false;
         t->delay_probe = false;
+        t->taking_share = false;
         tuner_new_epoch(t, now);
         if (t->fixed)
                 return tuner_set_depth(t, t->max, TUNER_CRUISE);
@@ -370,7 +501,10 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
 
         if (t->mode == TUNER_RELEARN) {
                 t->base_checked_usec = now;
-                if (base > 0 && lat >= TUNER_NEW_BASE_FACTOR * base) {
+                /* With siblings reading, a slow relearn is their queue more likely than a new
+                 * kind of block: a base learned on it would hide every queue after. It ages
+                 * out of the history in a minute if it was wrong. */
+                if (base > 0 && lat >= TUNER_NEW_BASE_FACTOR * base && !shared_lately(t, now)) {
                         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                                 t->base_hist[i] = UINT64_MAX;
                         t->base_bucket_usec = now;
@@ -384,13 +518,13 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
                 return false;
         }
         /* Found a queue, for the drain to handle; or measured lately. */
-        if (t->slow_confirmed || t->yielding || t->fixed || t->depth <= t->min ||
+        if (t->slow_confirmed || t->yielding || t->fixed || t->depth <= relearn_floor(t, now) ||
             (t->base_checked_usec > 0 && now - t->base_checked_usec < TUNER_RECHECK_USEC))
                 return false;
         t->suspect = true;
         t->relearn_depth = t->depth;
         tuner_new_epoch(t, now);
-        return tuner_set_depth(t, t->min, TUNER_RELEARN);
+        return tuner_set_depth(t, relearn_floor(t, now), TUNER_RELEARN);
 }
 
 bool tuner_update(DepthTuner *t, uint64_t now_usec) {
@@ -414,12 +548,20 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         }
         if (t->mode == TUNER_SLOW_START) /* decided read by read (tuner_complete()) */
                 return false;
+        if (!t->fixed && t->mode == TUNER_CRUISE && now_usec >= t->relearn_due_usec)
+                return start_relearn(t, now_usec);
         if (now_usec < t->measure_usec + window || t->completions < t->depth || t->completions == 0)
                 return false;
 
         s.rate = (double)t->bytes * (double)USEC_PER_SEC / (double)(now_usec - t->measure_usec);
         s.request = (double)t->bytes / t->completions;
         s.base = tuner_base_latency(t);
+        /* The siblings' rate over the same window; none sampled in it: as if none read. */
+        s.readers = t->sibling_usec > 0 ? t->readers : 0;
+        s.shared = s.readers > 0 && t->shared_window;
+        s.siblings = s.readers > 0
+                             ? t->sibling_bytes * (double)USEC_PER_SEC / (double)t->sibling_usec
+                             : 0;
         if (t->min_latency_usec == UINT64_MAX) /* only warm reads: no word on queueing */
                 s.queue = 0;
         else if (new_population(t, s.base, now_usec))
@@ -441,14 +583,13 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
          * behind ours either; a queue on a cap buys nothing anyway. */
         s.target = t->others ? tuner_yield_target(s.base) : tuner_target(s.base);
         t->queue_delay_usec = s.queue;
+        t->queueing = queueing(&s);
         if (t->fixed)
                 changed = false;
         else if (t->warm_completions * TUNER_WARM_SHARE_DEN > t->completions)
                 changed = false; /* blocks warm already (a resumed run): nothing to climb on */
         else {
                 changed = decide(t, &s);
-                if (!changed)
-                        changed = maybe_relearn(t, now_usec);
         }
         tuner_new_epoch(t, now_usec);
         return changed;

@@ -40,14 +40,24 @@
  *    8, 16 ... 64 epochs. Whether a queue is ours or someone else's behind the same cap the
  *    delay cannot tell (a device whose latency grows with its load looks the same, and a
  *    queue that never drains looks like the volume's own latency): the volumes that share the
- *    cap are watched through their counters instead (rule 3). Every TUNER_RELEARN_USEC, at
- *    the same instant in every instance on the machine, the depth drops to the minimum for
- *    one epoch (RELEARN), so that the base is measured without our queue, or theirs, in front
- *    of it (LEDBAT++'s periodic slowdown). Reads under TUNER_WARM_USEC hit blocks that are
- *    warm already and say nothing of the cold latency: they are left out of the base. An
- *    epoch three times slower than the base triggers a relearn at once; if that is still
- *    twice the base, the base was learned on something else (warm blocks that waited in a
- *    queue) and starts afresh.
+ *    cap are watched through their counters instead (rule 3). The other hydrators on the host
+ *    say whether their reads queue (siblings.h): where theirs and ours queue at once, the queue
+ *    is likely one cap's, and a depth sized for our own rate would keep whatever split the
+ *    start made (the first volume, alone at first, holds a deep queue each newcomer climbs
+ *    into). Then a drain sizes for an equal share of what we and they read when we hold over
+ *    TUNER_SHARE_HIGH of it (kept whatever our rate does: giving it back is the point); under
+ *    TUNER_SHARE_LOW of it we grow toward it (kept only if our rate grew, else none for a
+ *    while); and a step up pays only net of what the siblings lost meanwhile.
+ *    Every TUNER_RELEARN_USEC, at the same instant in every instance on the machine (at any
+ *    moment of a cruise), the depth drops to the minimum for one epoch (RELEARN), so that the
+ *    base is measured without our queue, or theirs, in front of it (LEDBAT++'s periodic
+ *    slowdown); to one read while the queue was shared lately (TUNER_SHARED_USEC): four
+ *    minimum depths at once still queue at a shared cap. Reads under TUNER_WARM_USEC hit
+ *    blocks that are warm already and say nothing of the cold latency: they are left out of
+ *    the base. An epoch three times slower than the base triggers a relearn at once; if that
+ *    is still twice the base, the base was learned on something else (warm blocks that waited
+ *    in a queue) and starts afresh, unless the queue was shared lately (the siblings' queue,
+ *    more likely; a wrong base ages out of the history in a minute).
  *
  * 3. Other I/O, in proportion (tuner_sample(), every ACTIVITY_SAMPLE_USEC, from the disks'
  *    counters: activity.h, neighbours.h, siblings.h). Each sample gives what the others'
@@ -155,12 +165,18 @@
 #define TUNER_QUEUE_TEST_SCALE 0.75 /* ... ours if it goes when the pace is a quarter less, */
 #define TUNER_QUEUE_KEEP 0.9        /* ... then the pace 10% under the one that queued; */
 #define TUNER_QUEUE_IGNORE_USEC (30 * USEC_PER_SEC) /* ... not ours: left alone for a while */
-#define TUNER_KNOWN_SECONDS 3        /* a capacity from fewer seconds than this is not known */
-#define TUNER_YIELD_FIRST_SAMPLES 3  /* no yield before three samples of our reads ... */
-#define TUNER_YIELD_EARLY_CUT 0.5    /* ... nor before a second of them, but for a cut of half */
+#define TUNER_KNOWN_SECONDS 3       /* a capacity from fewer seconds than this is not known */
+#define TUNER_YIELD_FIRST_SAMPLES 3 /* no yield before three samples of our reads ... */
+#define TUNER_START_SAMPLES 20    /* ... nor to the volumes beside ours in the first two seconds */
+#define TUNER_YIELD_EARLY_CUT 0.5 /* ... nor before a second of them, but for a cut of half */
 #define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency ... */
 #define TUNER_YIELD_LATENCY_MAX 3    /* ... a latency of at most 3 x the base */
 #define TUNER_YIELD_BASE_SECONDS 10  /* yielding, the base: the smallest latency of 10 s */
+/* Behind a queue, with siblings reading: over 120% of an equal share, drain to it; under 80%,
+ * take it (closer than that, the siblings' rates over one epoch do not tell). */
+#define TUNER_SHARE_HIGH 1.2
+#define TUNER_SHARED_USEC (10 * USEC_PER_SEC) /* a queue shared with siblings lately: 10 s */
+#define TUNER_SHARE_LOW 0.8
 
 /* A queue seen while yielding, and the test of whether it is ours (tuner-yield.c). */
 typedef enum TunerQueueTest {
@@ -216,13 +232,27 @@ typedef struct DepthTuner {
         unsigned base_depth;
         double base_rate; /* bytes/s at base_depth; 0 = none yet */
         unsigned cruise_epochs;
-        unsigned probe_wait; /* cruise epochs before the next probe */
-        bool probe_down;     /* the last probe was (or this one is) downwards */
-        bool delay_probe;    /* the current PROBE_DOWN was caused by queueing delay */
-        bool delay_hold;     /* queueing paid for itself: no drain for a while ... */
-        unsigned hold_left;  /* ... this many more cruise epochs */
-        unsigned hold_next;  /* the next hold: doubled each time, up to TUNER_CRUISE_EPOCHS_MAX */
-        bool drain_retried;  /* a drain fell short once and is being tried a quarter deeper */
+        unsigned probe_wait;  /* cruise epochs before the next probe */
+        bool probe_down;      /* the last probe was (or this one is) downwards */
+        bool delay_probe;     /* the current PROBE_DOWN was caused by queueing delay */
+        bool delay_hold;      /* queueing paid for itself: no drain for a while ... */
+        unsigned hold_left;   /* ... this many more cruise epochs */
+        unsigned hold_next;   /* the next hold: doubled each time, up to TUNER_CRUISE_EPOCHS_MAX */
+        bool drain_retried;   /* a drain fell short once and is being tried a quarter deeper */
+        double base_siblings; /* the siblings' rate at base_depth: a drain judged by both */
+        bool share_drain;     /* the current drain gives back more than our share */
+        bool taking_share;    /* the current PROBE_UP takes our share of a queue we share */
+        bool share_hold;      /* ... and one did not pay (our queue is our own): none for ... */
+        unsigned share_left;  /* ... this many more cruise epochs */
+        unsigned share_next;  /* the next such hold: doubled, up to TUNER_CRUISE_EPOCHS_MAX */
+
+        /* the siblings (tuner_siblings()) */
+        unsigned readers;      /* how many of them read lately */
+        bool queueing;         /* our reads queued in the last epoch (tuner_queueing()) */
+        bool shared_window;    /* a sibling's reads queued too, in the epoch's window */
+        uint64_t shared_usec;  /* when last both ours and a sibling's did; 0 never */
+        double sibling_bytes;  /* what they read inside the epoch's window ... */
+        uint64_t sibling_usec; /* ... over this long */
 
         /* the current epoch */
         uint64_t epoch_usec;       /* when it started (a depth change, a taint) */
@@ -272,6 +302,7 @@ typedef struct DepthTuner {
         uint64_t last_sample_usec; /* 0 before the first */
         TunerSlot ring[TUNER_RATE_SAMPLES]; /* the last second's samples */
         unsigned ring_n, ring_next;
+        unsigned read_samples; /* samples since the first in which a read of ours completed */
         TunerSecond seconds[TUNER_WINDOW_SECONDS]; /* per second: the most of each rate */
         unsigned second_next;
         uint64_t second_usec;        /* when the current second began */
@@ -317,6 +348,16 @@ void tuner_taint(DepthTuner *t, uint64_t now_usec);
  */
 bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_cost,
                   uint64_t now_usec);
+/*
+ * tuner_siblings() - before each tuner_sample(): @readers of the other hydrators on the host
+ * read lately, @queued of those say their reads queue, and all of them read @bytes since the
+ * last sample (the sampling period, ending at @now_usec). Where they and we queue at once, the
+ * queue is likely one cap's: each takes an equal share of it (tuner.c).
+ */
+void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
+                    uint64_t now_usec);
+/* tuner_queueing() - our reads queued in the last epoch (for the siblings: siblings.h). */
+bool tuner_queueing(const DepthTuner *t);
 /* tuner_pace() - bytes/s to read at most while yielding; 0 = no pace. */
 double tuner_pace(const DepthTuner *t);
 /*

@@ -251,6 +251,21 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
         }
         assert_int_equal(neighbours_siblings(n), 1);
         assert_true(nb.siblings > 119.0 * MiB && nb.siblings < 121.0 * MiB);
+        /* one sibling reading, and what it read since the last sample (tuner_siblings()) */
+        assert_int_equal(nb.readers, 1);
+        assert_true(nb.sibling_bytes == 12.0 * MiB);
+        assert_int_equal(nb.queued, 0);
+        /* It says its reads queue: one reader that queues. */
+        sibling_pub_queueing(p, true);
+        now += 100 * USEC_PER_MSEC;
+        read += 12 * MiB;
+        theirs += 3 * MiB;
+        write_stat(f, "loop991", read / MiB, 0, 16);
+        write_stat(f, "loop992", theirs / MiB, 0, 1);
+        publish(p, read, 16, now);
+        neighbours_sample(n, now, NULL, &nb);
+        assert_int_equal(nb.queued, 1);
+        sibling_pub_queueing(p, false);
         assert_true(nb.cost > 29.0 * MiB - 3 * 256 * 1024 && nb.cost < 31.0 * MiB);
         assert_string_equal(nb.busiest, "loop992");
         /* The sibling dies: its disk's reads are a workload from then on. */
@@ -263,6 +278,8 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
         }
         assert_int_equal(neighbours_siblings(n), 0);
         assert_true(nb.siblings == 0);
+        assert_int_equal(nb.readers, 0);
+        assert_true(nb.sibling_bytes == 0);
         assert_true(nb.cost > 110.0 * MiB);
         neighbours_free(n);
         sibling_pub_free(p);
