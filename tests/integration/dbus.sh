@@ -214,8 +214,8 @@ case_object() {
 
     bus_as root call "$SERVICE" "$OBJ" "$IFACE" Resume || fail "Resume as root failed"
     assert_eq "$(prop State)" '"hydrating"' "State after Resume"
-    sleep 2
-    [ "$(prop HydratedBytes)" -gt "$h2" ] || fail "HydratedBytes does not grow after Resume"
+    grew() { [ "$(prop HydratedBytes)" -gt "$h2" ]; }
+    wait_for 10 grew || fail "HydratedBytes does not grow within 10 s of Resume"
 
     # A limit is logged in words a human reads: "1 B/s (1 byte per second)", not "1 bytes/s".
     bus_as root call "$SERVICE" "$OBJ" "$IFACE" SetRateLimit t 1 || fail "SetRateLimit 1 failed"
