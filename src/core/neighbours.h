@@ -42,9 +42,9 @@ typedef struct SaveNews {
 #define SAVE_ALLOWANCE_FS_BYTES (UINT64_C(128) << 10) /* journal blocks, inode, directory */
 #define SAVE_ALLOWANCE_OPS 16 /* data, journal, commit with flush and FUA, for file and dir */
 
-/* What the neighbours did over the last second. */
 #define NEIGHBOURS_READING (1024.0 * 1024.0) /* a sibling reading: 1 MiB/s or more */
 
+/* What the neighbours did over the last second. */
 typedef struct NeighbourFigures {
         double siblings;               /* bytes/s their hydrators read */
         double sibling_bytes;          /* ... completed since the last sample */

@@ -25,5 +25,7 @@ void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now);
 void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t now);
 /* Ends the slow start: back to the depth of the last round that paid, in STARTUP. */
 void tuner_end_slow_start(DepthTuner *t, uint64_t now);
+/* No probe is under way any more: its flags are cleared (a relearn, a restart). */
+void tuner_forget_probe(DepthTuner *t);
 /* The climb starts again from the current depth (after yielding): a new slow start. */
 bool tuner_restart_climb(DepthTuner *t, uint64_t now);

@@ -188,6 +188,7 @@ static unsigned depth_for_pace(const DepthTuner *t, double pace) {
 
 static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->yielding = true;
+        t->queueing = false; /* the pace holds the rate now, not a queue of ours */
         t->yields++;
         t->yield_start_usec = t->queue_seen_usec = t->probe_step_usec = now;
         t->yield_settled = false;
@@ -401,8 +402,8 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         if (t->mode == TUNER_SLOW_START)
                 tuner_end_slow_start(t, now_usec);
         /* A few samples first: before, our rate (what a cut is a share of) is not known, and
-         * neither is what the device gives. For TUNER_START_SAMPLES of samples with our reads
-         * in them, while those ramp up, only a workload on our own disk is one to yield to
+         * neither is what the device gives. For TUNER_START_SAMPLES samples from the first with
+         * a read of ours, while those ramp up, only a workload on our own disk is one to yield to
          * (the volumes beside ours may be siblings starting up with us: their first reads,
          * the mapping of their file systems, show before they count them; and the disks'
          * rates are over the last second). */

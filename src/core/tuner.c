@@ -131,7 +131,12 @@ bool tuner_queueing(const DepthTuner *t) {
 
 void tuner_taint(DepthTuner *t, uint64_t now_usec) {
         t->tainted = true;
+        t->queueing = false; /* not measured meanwhile: the siblings must not go on believing it */
         t->epoch_usec = now_usec; /* the cause must clear for a mean latency from now */
+}
+
+void tuner_forget_probe(DepthTuner *t) {
+        t->delay_probe = t->drain_retried = t->taking_share = t->share_drain = false;
 }
 
 bool tuner_set_depth(DepthTuner *t, unsigned depth, TunerMode mode) {
@@ -298,12 +303,15 @@ static bool take_share(DepthTuner *t, const Sample *s) {
         return tuner_set_depth(t, tuner_clamp_depth(t, d), TUNER_PROBE_UP);
 }
 
-/* Did a drain lose nothing: our rate held, or, with siblings reading, what we gave up they
- * took (behind a cap we share, our reads only queued in front of theirs)? A drain to our share
- * is meant to give up: it holds if they took at least half of it (the rest may still be in
- * the queue we left, or on its way to them); where nobody took any, the queue was our own. */
+/* Did a drain lose nothing: our rate held, or, behind a queue the siblings share, what we gave
+ * up they took (our reads only queued in front of theirs)? A drain to our share is meant to give
+ * up, and is kept: the siblings drain at the same moments, so what they took cannot be told from
+ * one epoch (judged by it, such drains were undone back to 45 reads in flight on the rig, and
+ * held there). Where the queue only looked shared (volumes with caps of their own, unequal,
+ * queueing at once), a climb takes back what was given up, at the pace of its probes. */
 static bool drain_held(const DepthTuner *t, const Sample *s) {
-        double gained = s->readers > 0 ? MAX(s->siblings - t->base_siblings, 0.0) : 0;
+        double lost = MAX(t->base_rate - s->rate, 0.0);
+        double gained = s->shared ? CLAMP(s->siblings - t->base_siblings, 0.0, lost) : 0;
 
         if (t->share_drain)
                 return true;
@@ -441,11 +449,12 @@ static bool decide(DepthTuner *t, const Sample *s) {
 
 /*
  * Once a minute, one epoch at the smallest depth: the base without our own queue. At the same
- * time as every other instance (next_boundary()), whatever epoch is under way (a relearn that
- * waited for the end of a probe would fall at another moment in each), so that a queue we share
- * drains too. With siblings reading, one read each: four volumes' minimum depths at once would
- * still keep a queue at a shared cap (16 MiB in flight where 150 MiB/s x 90 ms is 13.5), and a
- * base learned behind it hides every queue after.
+ * time as every other instance (next_boundary()), at whatever moment of a cruise (a relearn that
+ * waited for the end of an epoch fell at another moment in each; one in a probe, or the slow
+ * start, waits for the cruise after it), so that a queue we share drains too. With siblings
+ * reading, one read each: four volumes' minimum depths at once would still keep a queue at a shared
+ * cap (16 MiB in flight where 150 MiB/s x 90 ms is 13.5), and a base learned behind it hides every
+ * queue after.
  */
 static bool shared_lately(const DepthTuner *t, uint64_t now) {
         return t->shared_usec > 0 && now - t->shared_usec < TUNER_SHARED_USEC;
@@ -462,7 +471,7 @@ static bool start_relearn(DepthTuner *t, uint64_t now) {
         if (t->depth <= d)
                 return false;
         t->relearn_depth = t->depth;
-        t->delay_probe = t->drain_retried = t->taking_share = false;
+        tuner_forget_probe(t);
         tuner_new_epoch(t, now);
         return tuner_set_depth(t, d, TUNER_RELEARN);
 }
@@ -473,8 +482,8 @@ bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         t->base_rate = 0;
         t->cruise_epochs = 0;
         t->delay_hold = false;
-        t->delay_probe = false;
-        t->taking_share = false;
+        tuner_forget_probe(t);
+        t->queueing = false;
         tuner_new_epoch(t, now);
         if (t->fixed)
                 return tuner_set_depth(t, t->max, TUNER_CRUISE);
@@ -523,6 +532,10 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
                 return false;
         t->suspect = true;
         t->relearn_depth = t->depth;
+        /* The relearn returns to CRUISE: a share taken or given up is not judged after it.
+         * (A drain's own flags stay, as they always did: cleared too, sixteen siblings in
+         * unit/tuner's model lost 1% of the cap.) */
+        t->taking_share = t->share_drain = false;
         tuner_new_epoch(t, now);
         return tuner_set_depth(t, relearn_floor(t, now), TUNER_RELEARN);
 }

@@ -167,8 +167,9 @@
 #define TUNER_QUEUE_IGNORE_USEC (30 * USEC_PER_SEC) /* ... not ours: left alone for a while */
 #define TUNER_KNOWN_SECONDS 3       /* a capacity from fewer seconds than this is not known */
 #define TUNER_YIELD_FIRST_SAMPLES 3 /* no yield before three samples of our reads ... */
-#define TUNER_START_SAMPLES 20    /* ... nor to the volumes beside ours in the first two seconds */
-#define TUNER_YIELD_EARLY_CUT 0.5 /* ... nor before a second of them, but for a cut of half */
+#define TUNER_YIELD_EARLY_CUT 0.5   /* ... nor before a second of them, but for a cut of half */
+/* nor to the volumes beside ours in the two seconds from our first read */
+#define TUNER_START_SAMPLES 20
 #define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency ... */
 #define TUNER_YIELD_LATENCY_MAX 3    /* ... a latency of at most 3 x the base */
 #define TUNER_YIELD_BASE_SECONDS 10  /* yielding, the base: the smallest latency of 10 s */
