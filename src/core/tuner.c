@@ -223,6 +223,13 @@ static bool queueing(const Sample *s) {
 
 /* ---- the climb ---- */
 
+/* The measure a step is judged against: @depth, and what we and the siblings read there. */
+static void set_base(DepthTuner *t, unsigned depth, const Sample *s) {
+        t->base_depth = depth;
+        t->base_rate = s->rate;
+        t->base_siblings = s->siblings;
+}
+
 /* What we gained since the base, less what the siblings lost meanwhile, if our reads queued:
  * behind a cap we share, reads we add take a share from theirs, which looks like growth from
  * here. (Without a queue they cannot have: the siblings' own ups and downs are not counted.) */
@@ -261,9 +268,7 @@ static bool drain(DepthTuner *t, const Sample *s, unsigned from, bool *changed) 
 
         if (d >= from)
                 return false;
-        t->base_depth = from;
-        t->base_rate = s->rate;
-        t->base_siblings = s->siblings;
+        set_base(t, from, s);
         t->delay_probe = true;
         t->share_drain = drain_rate(s) < s->rate;
         *changed = tuner_set_depth(t, d, TUNER_PROBE_DOWN);
@@ -296,9 +301,7 @@ static bool take_share(DepthTuner *t, const Sample *s) {
                 scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN));
         if (d <= t->depth)
                 return false;
-        t->base_depth = t->depth;
-        t->base_rate = s->rate;
-        t->base_siblings = s->siblings;
+        set_base(t, t->depth, s);
         t->taking_share = true;
         return tuner_set_depth(t, tuner_clamp_depth(t, d), TUNER_PROBE_UP);
 }
@@ -367,9 +370,7 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
         bool changed;
 
         /* Follow the device while cruising: the base is the latest measure. */
-        t->base_depth = t->depth;
-        t->base_rate = s->rate;
-        t->base_siblings = s->siblings;
+        set_base(t, t->depth, s);
         if (t->delay_hold && --t->hold_left == 0)
                 t->delay_hold = false;
         if (t->share_hold && --t->share_left == 0)
@@ -402,9 +403,7 @@ static bool decide(DepthTuner *t, const Sample *s) {
         case TUNER_STARTUP:
                 if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, net_rate(t, s)))
                         return cruise_at(t, s, knee(t, net_rate(t, s))); /* the plateau */
-                t->base_depth = t->depth;
-                t->base_rate = s->rate;
-                t->base_siblings = s->siblings;
+                set_base(t, t->depth, s);
                 if (t->depth == t->max)
                         return cruise_at(t, s, t->depth);
                 return tuner_set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
@@ -428,9 +427,7 @@ static bool decide(DepthTuner *t, const Sample *s) {
                         return cruise_at(t, s, knee(t, net_rate(t, s)));
                 }
                 t->probe_wait = TUNER_CRUISE_EPOCHS;
-                t->base_depth = t->depth;
-                t->base_rate = s->rate;
-                t->base_siblings = s->siblings;
+                set_base(t, t->depth, s);
                 return tuner_set_depth(t, scaled(t, t->depth, TUNER_GROW_NUM, TUNER_GROW_DEN),
                                        TUNER_STARTUP);
         case TUNER_PROBE_DOWN:

@@ -176,8 +176,8 @@
 /* Behind a queue, with siblings reading: over 120% of an equal share, drain to it; under 80%,
  * take it (closer than that, the siblings' rates over one epoch do not tell). */
 #define TUNER_SHARE_HIGH 1.2
-#define TUNER_SHARED_USEC (10 * USEC_PER_SEC) /* a queue shared with siblings lately: 10 s */
 #define TUNER_SHARE_LOW 0.8
+#define TUNER_SHARED_USEC (10 * USEC_PER_SEC) /* a queue shared with siblings lately: 10 s */
 
 /* A queue seen while yielding, and the test of whether it is ours (tuner-yield.c). */
 typedef enum TunerQueueTest {

@@ -731,6 +731,14 @@ static void assert_fair(const Run *run, unsigned n) {
         }
 }
 
+/* @n tuners behind one @cap filled it, each its share, and none yielded to the others. */
+static void assert_cap_shared(const Run *run, DepthTuner *t, unsigned n, double cap) {
+        assert_true(run->total >= 0.95 * cap);
+        assert_fair(run, n);
+        for (unsigned i = 0; i < n; i++)
+                assert_int_equal(t[i].yields, 0);
+}
+
 static void test_tuner_shared_cap_siblings_share(void **state) {
         /* An instance's EBS bandwidth (125 MiB/s) behind three hydrating volumes. Each
          * hears the others' reads as a sibling's (siblings.h), not as a workload: they do not
@@ -778,10 +786,7 @@ static void test_tuner_late_siblings_get_their_share(void **state) {
         }
         (void)drive_all(all, 4, &v, &now, 30 * SEC);
         run = drive_all(all, 4, &v, &now, 60 * SEC);
-        assert_true(run.total >= 0.95 * 150.0 * MiB);
-        assert_fair(&run, 4);
-        for (unsigned i = 0; i < 4; i++)
-                assert_int_equal(t[i].yields, 0);
+        assert_cap_shared(&run, t, 4, 150.0 * MiB);
 }
 
 static void test_tuner_siblings_with_caps_of_their_own(void **state) {
@@ -815,10 +820,7 @@ static void test_tuner_sixteen_siblings_fill_the_cap(void **state) {
         }
         (void)drive_all(all, 16, &v, &now, 30 * SEC);
         run = drive_all(all, 16, &v, &now, 60 * SEC);
-        assert_true(run.total >= 0.95 * 125.0 * MiB);
-        assert_fair(&run, 16);
-        for (unsigned i = 0; i < 16; i++)
-                assert_int_equal(t[i].yields, 0);
+        assert_cap_shared(&run, t, 16, 125.0 * MiB);
 }
 
 static void test_tuner_gives_way_to_a_greedy_reader(void **state) {
