@@ -98,7 +98,10 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 t->sample_min_usec = MIN(t->sample_min_usec, latency_usec);
         if (t->mode == TUNER_SLOW_START && cold && !t->yielding)
                 tuner_slow_start(t, bytes, latency_usec, now_usec);
-        if (now_usec < t->measure_usec)
+        /* What completes once a mean latency has passed; in a relearn, of the reads sent since
+         * it began (which found no more of ours in flight than its depth) only. */
+        if (now_usec < t->measure_usec ||
+            (t->mode == TUNER_RELEARN && now_usec < t->epoch_usec + latency_usec))
                 return;
         t->bytes += bytes;
         t->completions++;
@@ -543,11 +546,6 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         Sample s;
         bool changed;
 
-        /* A relearn wants the smallest latency, not a throughput: a couple of base latencies
-         * of reads sent after the queue drained will do, and each moment of it costs. */
-        if (t->mode == TUNER_RELEARN && tuner_base_latency(t) > 0)
-                window = MAX(TUNER_WINDOW_MIN_USEC, 2 * tuner_base_latency(t));
-
         if (t->yielding) /* tuner_sample() decides, on the sampling clock */
                 return false;
         if (t->tainted) {
@@ -560,8 +558,21 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                 return false;
         if (!t->fixed && t->mode == TUNER_CRUISE && now_usec >= t->relearn_due_usec)
                 return start_relearn(t, now_usec);
-        if (now_usec < t->measure_usec + window || t->completions < t->depth || t->completions == 0)
-                return false;
+        /* A relearn wants the smallest latency, not a throughput, and each moment of it costs.
+         * Where the queue was ours alone, a couple of reads sent after it drained will do: a
+         * window of twice a base learned behind the start's own queue (180 ms on a 120 ms rig
+         * volume) kept four reads in flight for about 0.6 s of a 6 s run. A queue shared with
+         * siblings drains as theirs do: a couple of base latencies. */
+        if (t->mode == TUNER_RELEARN && !shared_lately(t, now_usec)) {
+                if (t->completions < MAX(TUNER_RELEARN_READS, t->depth))
+                        return false;
+        } else {
+                if (t->mode == TUNER_RELEARN && tuner_base_latency(t) > 0)
+                        window = MAX(TUNER_WINDOW_MIN_USEC, 2 * tuner_base_latency(t));
+                if (now_usec < t->measure_usec + window || t->completions < t->depth ||
+                    t->completions == 0)
+                        return false;
+        }
 
         s.rate = (double)t->bytes * (double)USEC_PER_SEC / (double)(now_usec - t->measure_usec);
         s.request = (double)t->bytes / t->completions;

@@ -52,7 +52,10 @@
  *    moment of a cruise), the depth drops to the minimum for one epoch (RELEARN), so that the
  *    base is measured without our queue, or theirs, in front of it (LEDBAT++'s periodic
  *    slowdown); to one read while the queue was shared lately (TUNER_SHARED_USEC): four
- *    minimum depths at once still queue at a shared cap. Reads under TUNER_WARM_USEC hit
+ *    minimum depths at once still queue at a shared cap. The relearn epoch counts only the
+ *    reads sent after it began; it ends once TUNER_RELEARN_READS (or its depth) of them are
+ *    back, or, while the queue was shared lately, after twice the base (the siblings' part of
+ *    the queue drains as they do). Reads under TUNER_WARM_USEC hit
  *    blocks that are warm already and say nothing of the cold latency: they are left out of
  *    the base. An epoch three times slower than the base triggers a relearn at once; if that
  *    is still twice the base, the base was learned on something else (warm blocks that waited
@@ -139,6 +142,7 @@
 #define TUNER_RECHECK_USEC (5 * USEC_PER_SEC)       /* ... not within 5 s of another relearn */
 #define TUNER_RELEARN_USEC (60 * USEC_PER_SEC)      /* one epoch at the minimum depth ... */
 #define TUNER_RELEARN_FIRST_USEC (5 * USEC_PER_SEC) /* ... a minute, and soon after start */
+#define TUNER_RELEARN_READS 2 /* ... ending once this many reads sent in it are back */
 
 #define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */
 #define TUNER_YIELD_TARGET_MAX_USEC (5 * USEC_PER_MSEC) /* ... at most 5 ms of their wait */

@@ -66,6 +66,9 @@ typedef struct Run {
         double queue_p999;         /* 99.9th percentile over the steps, weighted by time */
         unsigned yielding_samples; /* samples in which tuner 0 yielded */
         unsigned samples;
+        unsigned relearns;      /* relearn epochs of tuner 0 that ended in the run */
+        uint64_t relearn_usec;  /* ... the longest of them */
+        double relearn_latency; /* ... tuner 0's mean latency when the longest began, usec */
 } Run;
 
 static double curve_rate(unsigned depth) {
@@ -178,8 +181,9 @@ static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, cons
 /* Runs @n tuners on @v for @usec in 10 ms steps. */
 static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint64_t usec) {
         double carry[MAX_TUNERS] = {0}, bytes[MAX_TUNERS] = {0}, depth_sum = 0, queue_sum = 0;
-        double wob = 0;
+        double wob = 0, latency_then = 0;
         size_t steps = usec / STEP, k = 0;
+        uint64_t relearn_began = 0;
         double *queue = calloc(steps + 1, sizeof(double));
         Run run = {0};
 
@@ -209,6 +213,8 @@ static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint6
                                                *now);
                                 bytes[i] += (double)MiB;
                         }
+                        if (i == 0 && t[0]->mode != TUNER_RELEARN)
+                                latency_then = t[0]->latency_usec;
                         if (tuner_update(t[i], *now) && getenv("TUNER_TRACE"))
                                 fprintf(stderr,
                                         "%7.2f s: tuner %u depth %3u (%s), base %.1f ms, "
@@ -217,6 +223,14 @@ static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint6
                                         tuner_mode_to_string(t[i]->mode),
                                         tuner_base_latency(t[i]) / 1000.0,
                                         t[i]->queue_delay_usec / 1000.0, tuner_pace(t[i]) / MiB);
+                }
+                if (t[0]->mode == TUNER_RELEARN && relearn_began == 0) {
+                        relearn_began = *now;
+                        run.relearn_latency = MAX(run.relearn_latency, latency_then);
+                } else if (t[0]->mode != TUNER_RELEARN && relearn_began > 0) {
+                        run.relearn_usec = MAX(run.relearn_usec, *now - relearn_began);
+                        run.relearns++;
+                        relearn_began = 0;
                 }
         }
         for (unsigned i = 0; i < n; i++) {
@@ -393,6 +407,27 @@ static void test_tuner_relearns_an_inflated_base(void **state) {
         run = drive(&t, &v, &now, 30 * SEC);
         assert_true(run.rate[0] >= 0.95 * 125.0 * MiB);
         assert_in_range((unsigned)run.depth, 18, 23); /* 125 MiB/s x 150 ms = 18.75 */
+}
+
+static void test_tuner_short_relearn_of_our_own_queue(void **state) {
+        /* A relearn of a queue that was ours alone lasts a mean latency (the reads of the depth
+         * before drain) and the four reads sent after it, not twice the base on top of that, at
+         * a fraction of the rate: a 1 GiB rig volume whose start had learned its base behind
+         * its own queue (180 ms on a 120 ms volume) lost an eighth of its run so. */
+        Device v = {.latency_usec = 300 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 256, now);
+        run = drive(&t, &v, &now, 70 * SEC);
+        assert_in_range(tuner_base_latency(&t), 299 * MSEC, 301 * MSEC);
+        assert_true(run.relearns >= 2); /* soon after the start, and at the minute */
+        /* The window of before alone was 2 x 300 ms after the mean latency. */
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "relearn %.0f ms, mean latency %.0f ms\n", run.relearn_usec / 1e3,
+                        run.relearn_latency / 1e3);
+        assert_true(run.relearn_usec <= (uint64_t)run.relearn_latency + 400 * MSEC);
 }
 
 static void test_tuner_warm_blocks_do_not_set_the_base(void **state) {
@@ -974,6 +1009,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_first_round_in_a_burst),
                 cmocka_unit_test(test_tuner_restarted_climb_forgets_the_old_round),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
+                cmocka_unit_test(test_tuner_short_relearn_of_our_own_queue),
                 cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
                 cmocka_unit_test(test_tuner_tolerates_jitter),
