@@ -344,13 +344,18 @@ char *report_summary(char *buf, size_t size, const HydratorStatus *st) {
                          rate);
                 return buf;
         }
-        n = (size_t)snprintf(buf, size, "%s: %s %s of %s in %.1f s (%s average)", st->key,
+        /* With a block list the reads cover whole read units around 512 KiB blocks, so they
+         * may exceed what is stored ("read 41.0 MiB of 40.0 MiB"): the stored total is said
+         * after, on its own. */
+        format_bytes(total, sizeof(total), st->size);
+        n = (size_t)snprintf(buf, size, "%s: %s %s%s%s in %.1f s (%s average)", st->key,
                              st->phase == HYDRATOR_COMPLETE     ? "hydrated, read"
                              : st->phase == HYDRATOR_UNREADABLE ? "finished with unreadable "
                                                                   "ranges, read"
                              : st->phase == HYDRATOR_FAILED     ? "failed after reading"
                                                                 : "stopped after reading",
-                             read, format_bytes(total, sizeof(total), st->size), secs, rate);
+                             read, st->plan.listed ? "" : " of ", st->plan.listed ? "" : total,
+                             secs, rate);
         n = MIN(n, size - 1);
         if (st->plan.listed) {
                 char volume[FORMAT_BYTES_MAX];
