@@ -86,6 +86,11 @@ void tuner_fixed(DepthTuner *t, unsigned depth, uint64_t now_usec) {
         t->mode = TUNER_CRUISE;
 }
 
+/* A queue shared with siblings in the last TUNER_SHARED_USEC. */
+static bool shared_lately(const DepthTuner *t, uint64_t now) {
+        return t->shared_usec > 0 && now - t->shared_usec < TUNER_SHARED_USEC;
+}
+
 void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64_t now_usec) {
         bool cold = latency_usec >= TUNER_WARM_USEC; /* a warm block says nothing of cold ones */
 
@@ -98,10 +103,12 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 t->sample_min_usec = MIN(t->sample_min_usec, latency_usec);
         if (t->mode == TUNER_SLOW_START && cold && !t->yielding)
                 tuner_slow_start(t, bytes, latency_usec, now_usec);
-        /* What completes once a mean latency has passed; in a relearn, of the reads sent since
-         * it began (which found no more of ours in flight than its depth) only. */
+        /* What completes once a mean latency has passed; in a relearn of a queue of our own, of
+         * the reads sent since it began (which found no more of ours in flight than its depth)
+         * only: a couple of them end it (tuner_update()). */
         if (now_usec < t->measure_usec ||
-            (t->mode == TUNER_RELEARN && now_usec < t->epoch_usec + latency_usec))
+            (t->mode == TUNER_RELEARN && !shared_lately(t, now_usec) &&
+             now_usec < t->epoch_usec + latency_usec))
                 return;
         t->bytes += bytes;
         t->completions++;
@@ -456,10 +463,6 @@ static bool decide(DepthTuner *t, const Sample *s) {
  * cap (16 MiB in flight where 150 MiB/s x 90 ms is 13.5), and a base learned behind it hides every
  * queue after.
  */
-static bool shared_lately(const DepthTuner *t, uint64_t now) {
-        return t->shared_usec > 0 && now - t->shared_usec < TUNER_SHARED_USEC;
-}
-
 static unsigned relearn_floor(const DepthTuner *t, uint64_t now) {
         return shared_lately(t, now) ? 1 : t->min;
 }
@@ -562,13 +565,16 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
          * Where the queue was ours alone, a couple of reads sent after it drained will do: a
          * window of twice a base learned behind the start's own queue (180 ms on a 120 ms rig
          * volume) kept four reads in flight for about 0.6 s of a 6 s run. A queue shared with
-         * siblings drains as theirs do: a couple of base latencies. */
+         * siblings drains as theirs do: a couple of base latencies, or of the relearn's smallest
+         * latency if that is less (a start on the rig learned 400 ms behind the queue of four
+         * siblings, each with a cap of its own: 0.8 s at one read). */
         if (t->mode == TUNER_RELEARN && !shared_lately(t, now_usec)) {
                 if (t->completions < MAX(TUNER_RELEARN_READS, t->depth))
                         return false;
         } else {
                 if (t->mode == TUNER_RELEARN && tuner_base_latency(t) > 0)
-                        window = MAX(TUNER_WINDOW_MIN_USEC, 2 * tuner_base_latency(t));
+                        window = MAX(TUNER_WINDOW_MIN_USEC,
+                                     2 * MIN(tuner_base_latency(t), t->min_latency_usec));
                 if (now_usec < t->measure_usec + window || t->completions < t->depth ||
                     t->completions == 0)
                         return false;

@@ -52,15 +52,16 @@
  *    moment of a cruise), the depth drops to the minimum for one epoch (RELEARN), so that the
  *    base is measured without our queue, or theirs, in front of it (LEDBAT++'s periodic
  *    slowdown); to one read while the queue was shared lately (TUNER_SHARED_USEC): four
- *    minimum depths at once still queue at a shared cap. The relearn epoch counts only the
- *    reads sent after it began; it ends once TUNER_RELEARN_READS (or its depth) of them are
- *    back, or, while the queue was shared lately, after twice the base (the siblings' part of
- *    the queue drains as they do). Reads under TUNER_WARM_USEC hit
- *    blocks that are warm already and say nothing of the cold latency: they are left out of
- *    the base. An epoch three times slower than the base triggers a relearn at once; if that
- *    is still twice the base, the base was learned on something else (warm blocks that waited
- *    in a queue) and starts afresh, unless the queue was shared lately (the siblings' queue,
- *    more likely; a wrong base ages out of the history in a minute).
+ *    minimum depths at once still queue at a shared cap. A relearn of a queue of our own
+ *    counts only the reads sent after it began, and ends once TUNER_RELEARN_READS (or its
+ *    depth) of them are back; while the queue was shared lately, it lasts twice the base or
+ *    the epoch's smallest latency, whichever is less (the siblings' part of the queue drains
+ *    as they do). Reads under TUNER_WARM_USEC hit blocks that are warm already and say
+ *    nothing of the cold latency: they are left out of the base. An epoch three times slower than
+ * the base triggers a relearn at once; if that is still twice the base, the base was learned on
+ * something else (warm blocks that waited in a queue) and starts afresh, unless the queue was
+ * shared lately (the siblings' queue, more likely; a wrong base ages out of the history in a
+ * minute).
  *
  * 3. Other I/O, in proportion (tuner_sample(), every ACTIVITY_SAMPLE_USEC, from the disks'
  *    counters: activity.h, neighbours.h, siblings.h). Each sample gives what the others'
