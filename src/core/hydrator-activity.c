@@ -128,8 +128,7 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         if (nb.busiest[0]) /* who cost most lately, for the log */
                 memcpy(h->busiest, nb.busiest, sizeof(h->busiest));
         was = h->tuner.yielding;
-        tuner_siblings(&h->tuner, nb.readers, nb.queued, nb.queued_base_usec, nb.sibling_bytes,
-                       now);
+        tuner_siblings(&h->tuner, nb.readers, nb.queued, nb.sibling_bytes, now);
         if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
         log_yield(h, was);
@@ -239,8 +238,7 @@ void hydrator_publish_reads(Hydrator *h) {
         o = ours(h);
 
         sibling_pub_reads(h->publication, &o, hydrator_now_usec());
-        sibling_pub_queueing(h->publication, tuner_queueing(&h->tuner),
-                             tuner_base_latency(&h->tuner));
+        sibling_pub_queueing(h->publication, tuner_queueing(&h->tuner));
 }
 
 void hydrator_on_flushed(Reader *r, void *userdata) {

@@ -240,12 +240,7 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                         cost = 0;
                 ret->siblings += f.ours;
                 ret->readers += x->fresh && f.ours >= NEIGHBOURS_READING;
-                if (x->fresh && f.ours >= NEIGHBOURS_READING && x->view.queueing) {
-                        ret->queued++;
-                        if (x->view.base_usec > 0 && (ret->queued_base_usec == 0 ||
-                                                      x->view.base_usec < ret->queued_base_usec))
-                                ret->queued_base_usec = x->view.base_usec;
-                }
+                ret->queued += x->fresh && f.ours >= NEIGHBOURS_READING && x->view.queueing;
                 ret->cost += cost;
                 if (cost > busiest) {
                         busiest = cost;

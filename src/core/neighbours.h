@@ -50,7 +50,6 @@ typedef struct NeighbourFigures {
         double sibling_bytes;          /* ... completed since the last sample */
         unsigned readers;              /* ... of which so many at NEIGHBOURS_READING or more */
         unsigned queued;               /* ... and of those, so many whose reads queue */
-        uint64_t queued_base_usec;     /* ... their smallest base latency, 0 none known */
         double cost;                   /* bytes/s what others' I/O on them costs */
         char busiest[KERNEL_NAME_MAX]; /* the one whose I/O costs most, "" none */
 } NeighbourFigures;

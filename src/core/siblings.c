@@ -15,7 +15,7 @@
 #include "siblings.h"
 #include "util.h"
 
-#define SIBLING_MAGIC "EBSHIO4" /* with its NUL, 8 bytes; the 4 is the layout's version */
+#define SIBLING_MAGIC "EBSHIO3" /* with its NUL, 8 bytes; the 3 is the layout's version */
 
 /* The file, as mapped. Counters are stored and loaded whole (8-byte aligned, relaxed atomics):
  * a reader never sees half of one. */
@@ -34,8 +34,7 @@ typedef struct Page {
         _Atomic uint64_t requests_per_read; /* the fewest, and the most << 32 */
         _Atomic uint64_t saves;
         _Atomic uint64_t save_bytes;
-        _Atomic uint64_t queueing;  /* 1: its reads queue (tuner_queueing()) */
-        _Atomic uint64_t base_usec; /* its base latency (tuner_base_latency()), 0 none yet */
+        _Atomic uint64_t queueing; /* 1: its reads queue (tuner_queueing()) */
 } Page;
 
 struct SiblingPub {
@@ -190,11 +189,9 @@ void sibling_pub_save(SiblingPub *p, bool begin, uint64_t bytes) {
                 atomic_store_explicit(&p->page->saves, n + 1, memory_order_relaxed);
 }
 
-void sibling_pub_queueing(SiblingPub *p, bool queueing, uint64_t base_usec) {
-        if (!p)
-                return;
-        atomic_store_explicit(&p->page->queueing, queueing, memory_order_relaxed);
-        atomic_store_explicit(&p->page->base_usec, base_usec, memory_order_relaxed);
+void sibling_pub_queueing(SiblingPub *p, bool queueing) {
+        if (p)
+                atomic_store_explicit(&p->page->queueing, queueing, memory_order_relaxed);
 }
 
 int sibling_open(Sibling **ret, int runtime_fd, const char *kernel_name, dev_t disk) {
@@ -301,8 +298,6 @@ bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret) {
                         atomic_load_explicit(&((Page *)s->page)->save_bytes, memory_order_relaxed),
                 .queueing = atomic_load_explicit(&((Page *)s->page)->queueing,
                                                  memory_order_relaxed) == 1,
-                .base_usec =
-                        atomic_load_explicit(&((Page *)s->page)->base_usec, memory_order_relaxed),
                 .n_state_disks = MIN(s->page->n_state_disks, (unsigned)SIBLING_STATE_DISKS),
         };
         for (unsigned i = 0; i < ret->n_state_disks; i++)

@@ -35,7 +35,6 @@ typedef struct SiblingView {
         uint64_t saves;                         /* +1 when a save begins, +1 when it ends */
         uint64_t save_bytes;                    /* the size of its state file */
         bool queueing;                          /* its reads queue, as its tuner measures */
-        uint64_t base_usec;                     /* its tuner's base latency, 0 none yet */
         dev_t state_disks[SIBLING_STATE_DISKS]; /* 0-terminated; none known: every disk */
         unsigned n_state_disks;
 } SiblingView;
@@ -57,10 +56,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(SiblingPub *, sibling_pub_free)
  * heartbeat at @now. Cheap: call it whenever they change. */
 void sibling_pub_reads(SiblingPub *p, const ActivityOurs *o, uint64_t now_usec);
 /* sibling_pub_queueing() - whether our reads queue now (tuner_queueing()): a sibling that sees
- * its own reads queue too shares the queue with us, and takes its share of it, no more; and our
- * base latency (@base_usec, 0 none yet), which it measures that queue against if it is less than
- * its own. */
-void sibling_pub_queueing(SiblingPub *p, bool queueing, uint64_t base_usec);
+ * its own reads queue too shares the queue with us, and takes its share of it, no more. */
+void sibling_pub_queueing(SiblingPub *p, bool queueing);
 /* sibling_pub_save() - a save of a state file of @bytes begins (@begin) or ends. */
 void sibling_pub_save(SiblingPub *p, bool begin, uint64_t bytes);
 

@@ -44,7 +44,6 @@ void tuner_new_epoch(DepthTuner *t, uint64_t now) {
         t->sibling_bytes = 0;
         t->sibling_usec = 0;
         t->shared_window = false;
-        t->sibling_base_usec = 0;
 }
 
 /* The next multiple of @period after @now: every instance on the machine reads the same
@@ -119,8 +118,8 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
                 t->warm_completions++;
 }
 
-void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, uint64_t queued_base_usec,
-                    double bytes, uint64_t now_usec) {
+void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
+                    uint64_t now_usec) {
         uint64_t span = t->last_sample_usec > 0 && now_usec > t->last_sample_usec
                                 ? now_usec - t->last_sample_usec
                                 : TUNER_SAMPLE_USEC;
@@ -133,9 +132,6 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, uint64_t q
                 t->sibling_bytes += bytes;
                 t->sibling_usec += span;
                 t->shared_window |= queued > 0;
-                if (queued_base_usec > 0 &&
-                    (t->sibling_base_usec == 0 || queued_base_usec < t->sibling_base_usec))
-                        t->sibling_base_usec = queued_base_usec;
         }
 }
 
@@ -608,15 +604,6 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                 if (before > 0 && s.base + tuner_target(s.base) < before) {
                         t->delay_hold = false;
                         t->hold_next = TUNER_CRUISE_EPOCHS;
-                }
-                /* A queue we share is measured against the smallest base any of us knows:
-                 * each learned its own behind the queue at some moment (the start, a relearn
-                 * the siblings' reads still queued in front of), and one learned at 350 ms on
-                 * a 90 ms rig volume saw no queue where its sibling saw 250 ms, and held its
-                 * depth while the sibling drained (shares 30% off their mean). */
-                if (s.shared && t->sibling_base_usec > 0 && t->sibling_base_usec < s.base) {
-                        s.base = t->sibling_base_usec;
-                        s.queue = t->min_latency_usec - s.base;
                 }
         }
         /* Others use the device (too little to yield to): their reads must not wait long

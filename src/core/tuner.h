@@ -253,13 +253,12 @@ typedef struct DepthTuner {
         unsigned share_next;  /* the next such hold: doubled, up to TUNER_CRUISE_EPOCHS_MAX */
 
         /* the siblings (tuner_siblings()) */
-        unsigned readers;           /* how many of them read lately */
-        bool queueing;              /* our reads queued in the last epoch (tuner_queueing()) */
-        bool shared_window;         /* a sibling's reads queued too, in the epoch's window */
-        uint64_t shared_usec;       /* when last both ours and a sibling's did; 0 never */
-        uint64_t sibling_base_usec; /* the smallest base of those that queued in it, 0 none */
-        double sibling_bytes;       /* what they read inside the epoch's window ... */
-        uint64_t sibling_usec;      /* ... over this long */
+        unsigned readers;      /* how many of them read lately */
+        bool queueing;         /* our reads queued in the last epoch (tuner_queueing()) */
+        bool shared_window;    /* a sibling's reads queued too, in the epoch's window */
+        uint64_t shared_usec;  /* when last both ours and a sibling's did; 0 never */
+        double sibling_bytes;  /* what they read inside the epoch's window ... */
+        uint64_t sibling_usec; /* ... over this long */
 
         /* the current epoch */
         uint64_t epoch_usec;       /* when it started (a depth change, a taint) */
@@ -357,14 +356,12 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
                   uint64_t now_usec);
 /*
  * tuner_siblings() - before each tuner_sample(): @readers of the other hydrators on the host
- * read lately, @queued of those say their reads queue (the smallest of their base latencies:
- * @queued_base_usec, 0 none known), and all of them read @bytes since the last sample (the
- * sampling period, ending at @now_usec). Where they and we queue at once, the queue is likely
- * one cap's: each takes an equal share of it, and measures it against the smallest base any
- * of them knows (tuner.c).
+ * read lately, @queued of those say their reads queue, and all of them read @bytes since the
+ * last sample (the sampling period, ending at @now_usec). Where they and we queue at once, the
+ * queue is likely one cap's: each takes an equal share of it (tuner.c).
  */
-void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, uint64_t queued_base_usec,
-                    double bytes, uint64_t now_usec);
+void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
+                    uint64_t now_usec);
 /* tuner_queueing() - our reads queued in the last epoch (for the siblings: siblings.h). */
 bool tuner_queueing(const DepthTuner *t);
 /* tuner_pace() - bytes/s to read at most while yielding; 0 = no pace. */

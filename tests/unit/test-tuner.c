@@ -55,7 +55,6 @@ typedef struct Device {
         double other_cost;          /* what a small load beside them costs (a journal), bytes/s */
         double own_cost;            /* ... and on their own disk */
         double backlog[MAX_TUNERS]; /* bytes waiting at the cap (one per cap) */
-        bool no_sibling_base;       /* the siblings do not say their base latency */
 } Device;
 
 typedef struct Run {
@@ -162,7 +161,6 @@ static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, cons
                    uint64_t now) {
         double siblings = 0, others = v->other_cost, own = v->own_cost;
         unsigned readers = 0, queued = 0;
-        uint64_t base = 0;
 
         for (unsigned j = 0; j < n; j++)
                 if (j != i && v->strangers)
@@ -170,15 +168,9 @@ static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, cons
                 else if (j != i) {
                         siblings += rate[j];
                         readers += rate[j] >= (double)MiB;
-                        if (rate[j] >= (double)MiB && tuner_queueing(t[j])) {
-                                queued++;
-                                if (tuner_base_latency(t[j]) > 0 &&
-                                    (base == 0 || tuner_base_latency(t[j]) < base))
-                                        base = tuner_base_latency(t[j]);
-                        }
+                        queued += rate[j] >= (double)MiB && tuner_queueing(t[j]);
                 }
-        tuner_siblings(t[i], readers, queued, v->no_sibling_base ? 0 : base,
-                       siblings * (double)SAMPLE / 1e6, now);
+        tuner_siblings(t[i], readers, queued, siblings * (double)SAMPLE / 1e6, now);
         if (v->foreground > 0 && v->visible[i])
                 own += v->foreground;
         else if (v->foreground > 0 && v->neighbours)
@@ -832,39 +824,6 @@ static void test_tuner_late_siblings_get_their_share(void **state) {
         assert_cap_shared(&run, t, 4, 150.0 * MiB);
 }
 
-static void test_tuner_siblings_share_the_smallest_base(void **state) {
-        /* Four volumes behind one 150 MiB/s cap. Three learned their bases behind a deep queue
-         * (400 ms, as the rig's starts did: 350-800 ms on a 90 ms volume) and hold 16 reads
-         * each: measured against that, their reads do not queue, and only the fourth, which
-         * knows the real 90 ms, drains (to 4 of the 52 reads in flight). Measured against the
-         * smallest base any of them knows, the queue is one and they share it. Judged before
-         * the minute's relearn, which would mend it a while later. */
-        for (int with = 0; with <= 1; with++) {
-                Device v = {
-                        .latency_usec = 90 * MSEC, .cap = 150.0 * MiB, .no_sibling_base = !with};
-                DepthTuner t[4], *all[] = {&t[0], &t[1], &t[2], &t[3]};
-                uint64_t now = 0;
-                Run run;
-
-                for (unsigned i = 0; i < 4; i++)
-                        tuner_init(&t[i], 4, 32, 256, now);
-                (void)drive_all(all, 4, &v, &now, 20 * SEC);
-                for (unsigned i = 1; i < 4; i++) {
-                        for (unsigned b = 0; b < TUNER_BASE_BUCKETS; b++)
-                                t[i].base_hist[b] = 400 * MSEC;
-                        t[i].depth = 16;
-                }
-                (void)drive_all(all, 4, &v, &now, 10 * SEC);
-                run = drive_all(all, 4, &v, &now, 25 * SEC);
-                if (with) {
-                        assert_true(run.total >= 0.95 * 150.0 * MiB);
-                        assert_fair(&run, 4);
-                        assert_true(run.queue_mean <= 50.0 * MSEC);
-                } else /* the case is what it says: without the bases, unfair */
-                        assert_true(run.rate[0] < 0.75 * run.total / 4);
-        }
-}
-
 static void test_tuner_siblings_with_caps_of_their_own(void **state) {
         /* Four volumes, each with its own cap (a volume-limited instance): the others'
          * reads cost nobody anything, and nobody slows down for them. */
@@ -1064,7 +1023,6 @@ int main(void) {
                 cmocka_unit_test(test_tuner_fixed_depth_yields_too),
                 cmocka_unit_test(test_tuner_shared_cap_siblings_share),
                 cmocka_unit_test(test_tuner_late_siblings_get_their_share),
-                cmocka_unit_test(test_tuner_siblings_share_the_smallest_base),
                 cmocka_unit_test(test_tuner_siblings_with_caps_of_their_own),
                 cmocka_unit_test(test_tuner_sixteen_siblings_fill_the_cap),
                 cmocka_unit_test(test_tuner_gives_way_to_a_greedy_reader),
