@@ -106,9 +106,8 @@ void tuner_complete(DepthTuner *t, uint64_t bytes, uint64_t latency_usec, uint64
         /* What completes once a mean latency has passed; in a relearn of a queue of our own, of
          * the reads sent since it began (which found no more of ours in flight than its depth)
          * only: a couple of them end it (tuner_update()). */
-        if (now_usec < t->measure_usec ||
-            (t->mode == TUNER_RELEARN && !shared_lately(t, now_usec) &&
-             now_usec < t->epoch_usec + latency_usec))
+        if (now_usec < t->measure_usec || (t->mode == TUNER_RELEARN && !t->relearn_shared &&
+                                           now_usec < t->epoch_usec + latency_usec))
                 return;
         t->bytes += bytes;
         t->completions++;
@@ -474,6 +473,7 @@ static bool start_relearn(DepthTuner *t, uint64_t now) {
         if (t->depth <= d)
                 return false;
         t->relearn_depth = t->depth;
+        t->relearn_shared = shared_lately(t, now); /* for the whole epoch (tuner_update()) */
         tuner_forget_probe(t);
         tuner_new_epoch(t, now);
         return tuner_set_depth(t, d, TUNER_RELEARN);
@@ -516,7 +516,7 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
                 /* With siblings reading, a slow relearn is their queue more likely than a new
                  * kind of block: a base learned on it would hide every queue after. It ages
                  * out of the history in a minute if it was wrong. */
-                if (base > 0 && lat >= TUNER_NEW_BASE_FACTOR * base && !shared_lately(t, now)) {
+                if (base > 0 && lat >= TUNER_NEW_BASE_FACTOR * base && !t->relearn_shared) {
                         for (unsigned i = 0; i < TUNER_BASE_BUCKETS; i++)
                                 t->base_hist[i] = UINT64_MAX;
                         t->base_bucket_usec = now;
@@ -539,6 +539,7 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
          * (A drain's own flags stay, as they always did: cleared too, sixteen siblings in
          * unit/tuner's model lost 1% of the cap.) */
         t->taking_share = t->share_drain = false;
+        t->relearn_shared = shared_lately(t, now);
         tuner_new_epoch(t, now);
         return tuner_set_depth(t, relearn_floor(t, now), TUNER_RELEARN);
 }
@@ -568,7 +569,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
          * siblings drains as theirs do: a couple of base latencies, or of the relearn's smallest
          * latency if that is less (a start on the rig learned 400 ms behind the queue of four
          * siblings, each with a cap of its own: 0.8 s at one read). */
-        if (t->mode == TUNER_RELEARN && !shared_lately(t, now_usec)) {
+        if (t->mode == TUNER_RELEARN && !t->relearn_shared) {
                 if (t->completions < MAX(TUNER_RELEARN_READS, t->depth))
                         return false;
         } else {
@@ -613,7 +614,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         t->queueing = queueing(&s);
         if (t->fixed)
                 changed = false;
-        else if (t->warm_completions * TUNER_WARM_SHARE_DEN > t->completions)
+        else if (t->mode != TUNER_RELEARN &&
+                 t->warm_completions * TUNER_WARM_SHARE_DEN > t->completions)
                 changed = false; /* blocks warm already (a resumed run): nothing to climb on */
         else {
                 changed = decide(t, &s);

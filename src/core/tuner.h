@@ -52,16 +52,18 @@
  *    moment of a cruise), the depth drops to the minimum for one epoch (RELEARN), so that the
  *    base is measured without our queue, or theirs, in front of it (LEDBAT++'s periodic
  *    slowdown); to one read while the queue was shared lately (TUNER_SHARED_USEC): four
- *    minimum depths at once still queue at a shared cap. A relearn of a queue of our own
- *    counts only the reads sent after it began, and ends once TUNER_RELEARN_READS (or its
- *    depth) of them are back; while the queue was shared lately, it lasts twice the base or
- *    the epoch's smallest latency, whichever is less (the siblings' part of the queue drains
- *    as they do). Reads under TUNER_WARM_USEC hit blocks that are warm already and say
- *    nothing of the cold latency: they are left out of the base. An epoch three times slower than
- * the base triggers a relearn at once; if that is still twice the base, the base was learned on
- * something else (warm blocks that waited in a queue) and starts afresh, unless the queue was
- * shared lately (the siblings' queue, more likely; a wrong base ages out of the history in a
- * minute).
+ *    minimum depths at once still queue at a shared cap. Every relearn first lets a mean
+ *    latency pass. One of a queue of our own then counts only the reads sent after it began,
+ *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
+ *    the queue shared lately lasts a window of twice the smaller of the base and its own
+ *    smallest latency (at least TUNER_WINDOW_MIN_USEC: the siblings' part of the queue drains
+ *    as they do). Reads under TUNER_WARM_USEC hit blocks that are warm already and say nothing
+ *    of the cold latency: they are left out of the base (an epoch of mostly warm reads decides
+ *    no depth, but a relearn's still ends). An epoch three times slower than the base triggers
+ *    a relearn at once; if that is still twice the base, the base was learned on something
+ *    else (warm blocks that waited in a queue) and starts afresh, unless the queue was shared
+ *    lately (the siblings' queue, more likely; a wrong base ages out of the history in a
+ *    minute).
  *
  * 3. Other I/O, in proportion (tuner_sample(), every ACTIVITY_SAMPLE_USEC, from the disks'
  *    counters: activity.h, neighbours.h, siblings.h). Each sample gives what the others'
@@ -282,6 +284,7 @@ typedef struct DepthTuner {
         unsigned relearn_depth;     /* the depth to return to after RELEARN */
         uint64_t base_checked_usec; /* when a relearn last measured the base */
         bool suspect;               /* this RELEARN checks the base because reads got slow */
+        bool relearn_shared;        /* ... began with the queue shared lately (shared_lately()) */
         bool slow_confirmed;        /* ... and found it right: the slowness is a queue */
 
         /* slow start: the round of reads under way */

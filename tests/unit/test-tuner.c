@@ -430,6 +430,26 @@ static void test_tuner_short_relearn_of_our_own_queue(void **state) {
         assert_true(run.relearn_usec <= (uint64_t)run.relearn_latency + 400 * MSEC);
 }
 
+static void test_tuner_relearn_among_warm_blocks_ends(void **state) {
+        /* The minute's relearn falls where the blocks are warm already (a resumed run's read
+         * part): an epoch of warm reads decides no depth, but the relearn's must still end, not
+         * hold the minimum depth through the whole warm stretch. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        unsigned before;
+
+        tuner_init(&t, 4, 32, 256, now);
+        (void)drive(&t, &v, &now, 50 * SEC);
+        before = t.depth;
+        assert_true(before > 4);
+        v.latency_usec = 1 * MSEC;
+        v.cap = 0;
+        (void)drive(&t, &v, &now, 20 * SEC); /* the relearn at 60 s, and 10 s after */
+        assert_int_not_equal(t.mode, TUNER_RELEARN);
+        assert_int_equal(t.depth, before);
+}
+
 static void test_tuner_warm_blocks_do_not_set_the_base(void **state) {
         /* A resumed run starts on blocks that are warm already: 1 ms reads are left out of
          * the base, and 25 ms ones (warm, but behind a queue) are replaced as soon as cold
@@ -1010,6 +1030,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_restarted_climb_forgets_the_old_round),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
                 cmocka_unit_test(test_tuner_short_relearn_of_our_own_queue),
+                cmocka_unit_test(test_tuner_relearn_among_warm_blocks_ends),
                 cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
                 cmocka_unit_test(test_tuner_tolerates_jitter),
