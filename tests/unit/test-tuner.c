@@ -412,8 +412,9 @@ static void test_tuner_relearns_an_inflated_base(void **state) {
 static void test_tuner_short_relearn_of_our_own_queue(void **state) {
         /* A relearn of a queue that was ours alone lasts a mean latency (the reads of the depth
          * before drain) and the four reads sent after it, not twice the base on top of that, at
-         * a fraction of the rate: a 1 GiB rig volume whose start had learned its base behind
-         * its own queue (180 ms on a 120 ms volume) lost an eighth of its run so. */
+         * a fraction of the rate: on a 1 GiB rig volume whose start had learned its base behind
+         * its own queue (180 ms on a 120 ms volume), that kept four reads in flight for about
+         * 0.6 s of a 6 s run. */
         Device v = {.latency_usec = 300 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t;
         uint64_t now = 0;
@@ -428,6 +429,27 @@ static void test_tuner_short_relearn_of_our_own_queue(void **state) {
                 fprintf(stderr, "relearn %.0f ms, mean latency %.0f ms\n", run.relearn_usec / 1e3,
                         run.relearn_latency / 1e3);
         assert_true(run.relearn_usec <= (uint64_t)run.relearn_latency + 400 * MSEC);
+}
+
+static void test_tuner_shared_relearn_sees_through_a_wrong_base(void **state) {
+        /* A relearn that began with the queue shared lately keeps a window, for the siblings'
+         * part of the queue to drain; but twice its own smallest latency once that is under a
+         * base learned behind a queue (400 ms on a 90 ms volume, as four rig volumes with caps
+         * of their own learned at their joint start), not twice that base: 0.8 s at one read. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 50.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 256, now);
+        (void)drive(&t, &v, &now, 59800 * MSEC);
+        for (unsigned b = 0; b < TUNER_BASE_BUCKETS; b++)
+                t.base_hist[b] = 400 * MSEC;
+        t.shared_usec = now;                /* a sibling's reads queued with ours just now */
+        run = drive(&t, &v, &now, 3 * SEC); /* the relearn at 60 s */
+        assert_int_equal(run.relearns, 1);
+        assert_true(run.relearn_usec <= (uint64_t)run.relearn_latency + 400 * MSEC);
+        assert_in_range(tuner_base_latency(&t), 89 * MSEC, 95 * MSEC);
 }
 
 static void test_tuner_relearn_among_warm_blocks_ends(void **state) {
@@ -1030,6 +1052,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_restarted_climb_forgets_the_old_round),
                 cmocka_unit_test(test_tuner_relearns_an_inflated_base),
                 cmocka_unit_test(test_tuner_short_relearn_of_our_own_queue),
+                cmocka_unit_test(test_tuner_shared_relearn_sees_through_a_wrong_base),
                 cmocka_unit_test(test_tuner_relearn_among_warm_blocks_ends),
                 cmocka_unit_test(test_tuner_warm_blocks_do_not_set_the_base),
                 cmocka_unit_test(test_tuner_follows_a_changing_volume),
