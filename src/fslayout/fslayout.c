@@ -22,8 +22,13 @@
 #include "fslayout-internal.h"
 #include "util.h"
 
-#define PROBE_SPAN \
-        (UINT64_C(1) << 20) /* libblkid's probes: so far into a region, from either end */
+/* How far into a region libblkid's probes read, from its start and from its end: with every
+ * superblock prober of libblkid 2.38 on a region of zeros, at 1, 2 and 4 MiB from the start and
+ * 1.5 MiB before the end, besides the first and last few KiB (unit/fslayout-partitions checks
+ * it against the page cache). Told ahead, they are read at queue depth: each one left out was a
+ * cold read of its own before the plan could start (four, half a second on a 120 ms volume). */
+#define PROBE_HEAD_SPAN (UINT64_C(5) << 20)
+#define PROBE_TAIL_SPAN (UINT64_C(2) << 20)
 
 static void layout_scan_done(LayoutScan *d) {
         if (d->fd >= 0)
@@ -92,10 +97,10 @@ static int layout_scan_open(LayoutScan *d, int fd, char **error) {
  * the start, backup GPT, RAID and ZFS labels at the end. */
 static void hint_probe(const LayoutScan *d, uint64_t offset, uint64_t size) {
         _cleanup_(fs_range_list_done) FsRangeList l = {};
+        uint64_t head = MIN(size, PROBE_HEAD_SPAN), tail = MIN(size - head, PROBE_TAIL_SPAN);
 
-        if (fs_range_list_add(&l, offset, MIN(size, PROBE_SPAN), FS_RANGE_USED) >= 0 &&
-            (size <= PROBE_SPAN ||
-             fs_range_list_add(&l, offset + size - PROBE_SPAN, PROBE_SPAN, FS_RANGE_USED) >= 0))
+        if (fs_range_list_add(&l, offset, head, FS_RANGE_USED) >= 0 &&
+            (tail == 0 || fs_range_list_add(&l, offset + size - tail, tail, FS_RANGE_USED) >= 0))
                 fs_hint_ahead(d->hints, &l);
 }
 

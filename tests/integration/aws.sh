@@ -470,19 +470,21 @@ case_first_word_waits() {
     sleep 1.5
     read=$(($(sectors_read "$dev") - before))
     echo "read $read sectors in 1.5 s without AWS's word"
-    assert_le "$read" 16384 "sectors read before the word (8 MiB of probes)"
+    # what the mapping tells ahead of libblkid's probes (5 MiB at the start, 2 at the end) and
+    # the probes' own reads through the page cache (4 MiB at most): 11 MiB
+    assert_le "$read" 22528 "sectors read before the word (11 MiB of probes)"
     # a snapshot's findings without the block list are not yet the word: the list comes next
     findings SOURCE=snapshot SNAPSHOT_ID=snap-0abc FAST_RESTORED=no
     sleep 1
     read=$(($(sectors_read "$dev") - before))
-    assert_le "$read" 16384 "sectors read before the list"
+    assert_le "$read" 22528 "sectors read before the list"
     findings SOURCE=empty FAST_RESTORED=unknown
     wait_for 5 gone "$pid" || fail "the run did not end after the word"
     wait "$pid" || rc=$?
     assert_eq "$rc" 0 "exit status"
     assert_contains "$(cat "$WORK/out")" "complete without reading: created empty" "summary"
     read=$(($(sectors_read "$dev") - before))
-    assert_le "$read" 16384 "sectors read in all"
+    assert_le "$read" 22528 "sectors read in all"
     # No word at all: after the wait, hydrated as before, said once.
     rm -f "$EBS_HYDRATE_AWS_DIR/$KEY.aws" "$STATE/$KEY.state"
     out=$(hydrate "$dev" 2>"$WORK/err") || fail "run exited $?"
