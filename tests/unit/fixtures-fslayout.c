@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "alloc-util.h"
 #include "fixtures-fslayout.h"
 #include "fixtures.h"
 #include "fslayout.h"
@@ -579,4 +580,23 @@ void add_sbin_to_path(void) {
 
         if (asprintf(&path, "%s:/usr/sbin:/sbin", getenv("PATH") ?: "/usr/bin:/bin") >= 0)
                 (void)setenv("PATH", path, 1);
+}
+
+/* ---- what a discovery tells ahead ---- */
+
+void told_collect(const ByteRange *ranges, size_t n, void *userdata) {
+        Told *t = userdata;
+
+        assert_int_equal(ARRAY_GROW(t->v, t->allocated, t->n + n), 0);
+        memcpy(t->v + t->n, ranges, n * sizeof(*ranges));
+        t->n += n;
+        t->calls++;
+        t->most = MAX(t->most, n);
+}
+
+bool told(const Told *t, uint64_t offset, uint64_t length) {
+        for (size_t i = 0; i < t->n; i++)
+                if (t->v[i].offset <= offset && offset + length <= t->v[i].offset + t->v[i].length)
+                        return true;
+        return false;
 }

@@ -154,3 +154,18 @@ void assert_extents_used(const FsLayout *l, const Extents *e);
 /* Writes FILE_SIZE files up to @fill_percent of the free space, deletes two of every three, and
  * returns the extents of the rest. */
 void fill_and_thin(const Fixture *f, unsigned fill_percent, uint64_t base, Extents *ret);
+
+/* ---- what a discovery tells ahead ---- */
+
+/* What a discovery told as reads to come (FsLayoutHints): every range, and the most in one call.
+ * Zero-initialised; free(v) after. */
+typedef struct Told {
+        ByteRange *v;
+        size_t n, allocated;
+        size_t calls, most;
+} Told;
+
+/* FsLayoutHints.ahead for a Told as the userdata. */
+void told_collect(const ByteRange *ranges, size_t n, void *userdata);
+/* Whether bytes [@offset, @offset + @length) lie in one range told. */
+bool told(const Told *t, uint64_t offset, uint64_t length);

@@ -252,30 +252,6 @@ static void test_fslayout_mounted_ext4(void **state) {
                     (long long)MiB);
 }
 
-/* What a discovery told as reads to come (FsLayoutHints): every range, and the most in one call. */
-typedef struct Told {
-        ByteRange *v;
-        size_t n, allocated;
-        size_t calls, most;
-} Told;
-
-static void tell(const ByteRange *ranges, size_t n, void *userdata) {
-        Told *t = userdata;
-
-        assert_int_equal(ARRAY_GROW(t->v, t->allocated, t->n + n), 0);
-        memcpy(t->v + t->n, ranges, n * sizeof(*ranges));
-        t->n += n;
-        t->calls++;
-        t->most = MAX(t->most, n);
-}
-
-static bool told(const Told *t, uint64_t offset, uint64_t length) {
-        for (size_t i = 0; i < t->n; i++)
-                if (t->v[i].offset <= offset && offset + length <= t->v[i].offset + t->v[i].length)
-                        return true;
-        return false;
-}
-
 /*
  * The reads the scanner tells ahead (ext4 opened with EXT2_FLAG_SUPER_ONLY, a group's
  * descriptor read when it is asked for): every group descriptor block (meta_bg: spread over the
@@ -289,7 +265,7 @@ static void test_fslayout_ext_hints(void **state) {
         _cleanup_free_ char *error = NULL, *bitmaps = NULL, *descriptors = NULL;
         _cleanup_close_ int fd = -1;
         Told t = {};
-        FsLayoutHints hints = {.ahead = tell, .userdata = &t};
+        FsLayoutHints hints = {.ahead = told_collect, .userdata = &t};
         size_t n_bitmaps = 0, n_descriptors = 0;
         char *p;
 

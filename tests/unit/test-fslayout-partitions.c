@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "alloc-util.h"
 #include "fixtures-fslayout.h"
 #include "fslayout.h"
 #include "util.h"
@@ -154,26 +153,6 @@ static void test_fslayout_mbr_extended(void **state) {
         }
 }
 
-typedef struct Told {
-        ByteRange *v;
-        size_t n, allocated;
-} Told;
-
-static void tell(const ByteRange *ranges, size_t n, void *userdata) {
-        Told *t = userdata;
-
-        assert_int_equal(ARRAY_GROW(t->v, t->allocated, t->n + n), 0);
-        memcpy(t->v + t->n, ranges, n * sizeof(*ranges));
-        t->n += n;
-}
-
-static bool told(const Told *t, uint64_t offset, uint64_t length) {
-        for (size_t i = 0; i < t->n; i++)
-                if (t->v[i].offset <= offset && offset + length <= t->v[i].offset + t->v[i].length)
-                        return true;
-        return false;
-}
-
 /* The pages of @fd's first @size bytes in the page cache, counted; when @t is given, the first
  * page of each run of cached pages is checked against it: that one a read asked for, the kernel's
  * readahead only adds pages after it (how many is its own business). */
@@ -231,7 +210,7 @@ static void test_fslayout_probes_told_ahead(void **state) {
                 _cleanup_free_ char *error = NULL;
                 _cleanup_close_ int fd = -1;
                 Told t = {};
-                FsLayoutHints hints = {.ahead = tell, .userdata = &t};
+                FsLayoutHints hints = {.ahead = told_collect, .userdata = &t};
                 const uint64_t size = 1024 * MiB;
 
                 make_image(f, size);
