@@ -47,6 +47,11 @@ static void push_sample(DepthTuner *t, uint64_t now) {
         t->last_sample_usec = now;
 }
 
+/* The latest sample in the ring (push_sample() has run at least once). */
+static const TunerSlot *last_slot(const DepthTuner *t) {
+        return &t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES];
+}
+
 /* Moves the ring of seconds on to the one @now falls in, clearing those passed. */
 static TunerSecond *current_second(DepthTuner *t, uint64_t now) {
         if (t->second_usec == 0)
@@ -349,10 +354,15 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
         pace = pace_for(t);
         if (t->cut < TUNER_YIELD_MIN_CUT || t->own_cost + t->other_cost < TUNER_YIELD_MIN_COST)
                 return stop_yielding(t, now);
-        if (t->pace == 0 && !t->cap_known) { /* growing until reads queue, one a sample */
-                t->probe_step_usec = now;
-                if (t->probe_hold_usec > 0)
+        if (t->pace == 0 && !t->cap_known) {
+                /* Growing until reads queue: one read more a sample, in samples in which reads
+                 * of ours came back. One in which none did tells nothing of a queue (the test
+                 * is on latencies, and there are none), and a device that answers nothing for
+                 * a while, or the newest reads first, is queueing already: each read added
+                 * there is one more for the workload to wait behind. */
+                if (t->probe_hold_usec > 0 || !(last_slot(t)->bytes > 0))
                         return false;
+                t->probe_step_usec = now;
                 return tuner_set_depth(t, tuner_clamp_yield(t, (uint64_t)t->depth + 1),
                                        TUNER_YIELD);
         }
@@ -379,11 +389,8 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->siblings = siblings;
         sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_base_latency(t),
                               tuner_target(tuner_base_latency(t)));
-        if (t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES].min_latency_usec <
-            sec->min_latency_usec)
-                sec->min_latency_usec =
-                        t->ring[(t->ring_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES]
-                                .min_latency_usec;
+        if (last_slot(t)->min_latency_usec < sec->min_latency_usec)
+                sec->min_latency_usec = last_slot(t)->min_latency_usec;
         sec->own_cost = MAX(sec->own_cost, own_cost);
         /* Not in our first seconds: the volumes beside ours may be siblings starting with us,
          * whose first reads show before they count them (tuner_sample() below), and what the

@@ -783,6 +783,38 @@ static void test_tuner_yields_from_the_start(void **state) {
         assert_true(run.queue_mean <= 1.0 * MSEC);
 }
 
+static void test_tuner_yield_grows_on_completions(void **state) {
+        /* Yielding with no capacity known, the depth grows one read a sample until reads
+         * queue. A device that answers nothing for two seconds (the rig's FUSE export answered
+         * the newest reads first, and three hydrators adding a read a sample each kept its
+         * oldest waiting 4 s) gives no latency to see a queue in: the depth holds there, and
+         * grows again once reads come back. */
+        Device v = {.latency_usec = 90 * MSEC,
+                    .cap = 125.0 * MiB,
+                    .foreground = FOREGROUND,
+                    .visible = {true}};
+        DepthTuner t;
+        uint64_t now = 0;
+        unsigned depth = 0;
+
+        tuner_init(&t, 4, 32, 256, now);
+        (void)drive(&t, &v, &now, 6 * SAMPLE); /* a yield from the third sample on */
+        assert_true(t.yielding);
+        assert_false(t.cap_known);
+        assert_int_equal(t.probe_hold_usec, 0); /* still growing */
+        for (int i = 0; i < 20; i++) {
+                now += SAMPLE;
+                (void)tuner_sample(&t, 0, FOREGROUND, 0, now);
+                (void)tuner_update(&t, now);
+                if (i == 0) /* that sample still had the reads since the model's last */
+                        depth = t.depth;
+        }
+        assert_true(t.yielding);
+        assert_int_equal(t.depth, depth);
+        (void)drive(&t, &v, &now, 3 * SAMPLE);
+        assert_true(t.depth > depth);
+}
+
 static void test_tuner_fixed_depth_yields_too(void **state) {
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
         DepthTuner t;
@@ -1066,6 +1098,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_yields_in_proportion),
                 cmocka_unit_test(test_tuner_capacity_learned_low_recovers),
                 cmocka_unit_test(test_tuner_yields_from_the_start),
+                cmocka_unit_test(test_tuner_yield_grows_on_completions),
                 cmocka_unit_test(test_tuner_fixed_depth_yields_too),
                 cmocka_unit_test(test_tuner_shared_cap_siblings_share),
                 cmocka_unit_test(test_tuner_late_siblings_get_their_share),
