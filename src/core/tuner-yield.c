@@ -358,8 +358,8 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
                 /* Growing until reads queue: one read more a sample, in samples in which reads
                  * of ours came back. One in which none did tells nothing of a queue (the test
                  * is on latencies, and there are none), and a device that answers nothing for
-                 * a while, or the newest reads first, is queueing already: each read added
-                 * there is one more for the workload to wait behind. */
+                 * a while is queueing already: each read added there is one more for the
+                 * workload to wait behind. */
                 if (t->probe_hold_usec > 0 || !(last_slot(t)->bytes > 0))
                         return false;
                 t->probe_step_usec = now;

@@ -100,8 +100,8 @@
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
  *    a sibling's queue, say) recovers; a probe that finds the queue where it was waits twice
  *    as long before the next (up to TUNER_PROBE_WAIT_MAX_USEC). With no capacity learned yet
- *    (busy from the start), it starts at TUNER_YIELD_START reads and adds one a sample until
- *    reads queue: that total is the capacity.
+ *    (busy from the start), it starts at TUNER_YIELD_START reads and adds one a sample in
+ *    which a read of ours completed, until reads queue: that total is the capacity.
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
