@@ -195,7 +195,7 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->yielding = true;
         t->queueing = false; /* the pace holds the rate now, not a queue of ours */
         t->yields++;
-        t->yield_start_usec = t->queue_seen_usec = t->probe_step_usec = now;
+        t->yield_start_usec = t->queue_seen_usec = now;
         t->yield_settled = false;
         t->probing = false;
         t->queue_test = TUNER_QUEUE_NONE;
@@ -360,9 +360,8 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
                  * is on latencies, and there are none), and a device that answers nothing for
                  * a while is queueing already: each read added there is one more for the
                  * workload to wait behind. */
-                if (t->probe_hold_usec > 0 || !(last_slot(t)->bytes > 0))
+                if (t->probe_hold_usec > 0 || last_slot(t)->bytes <= 0)
                         return false;
-                t->probe_step_usec = now;
                 return tuner_set_depth(t, tuner_clamp_yield(t, (uint64_t)t->depth + 1),
                                        TUNER_YIELD);
         }

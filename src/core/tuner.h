@@ -328,8 +328,7 @@ typedef struct DepthTuner {
         uint64_t yield_start_usec;   /* when it began to yield */
         bool yield_settled;          /* ... and the queue we held before has drained */
         uint64_t queue_seen_usec;    /* when a queue last cut the capacities, while yielding */
-        uint64_t probe_step_usec;    /* when the depth last grew, yielding with none known */
-        uint64_t probe_hold_usec;    /* ... when it stopped growing at a queue; 0 growing */
+        uint64_t probe_hold_usec;    /* none known: when growth stopped at a queue; 0 growing */
         uint64_t probe_wait_usec;    /* trust a capacity this long before probing it */
         TunerQueueTest queue_test;
         uint64_t queue_test_usec; /* when it began */

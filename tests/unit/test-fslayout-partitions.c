@@ -223,6 +223,7 @@ static void test_fslayout_probes_told_ahead(void **state) {
                 if (pages_cached(fd, size, NULL) > 0 || !page_cache_tells(fd, size)) {
                         print_message("the page cache does not show what is read of %s\n",
                                       f->image);
+                        close(fd); /* skip() leaves by longjmp: no cleanup runs */
                         skip();
                 }
                 assert_int_equal(fslayout_discover(fd, size, &hints, &l, &error), 0);
