@@ -177,18 +177,22 @@ static double pace_for(DepthTuner *t) {
  * slack: the pace, not the depth, holds the rate, and a device whose latency grows with the
  * others' load (a busy one) must not hold us under it. The latency counted is at least the
  * base's and the yield's target, and at most TUNER_YIELD_LATENCY_MAX times the base: a depth
- * that followed a latency of its own making would only make it longer.
+ * that followed a latency of its own making would only make it longer. @unpaced: the depth
+ * alone holds the rate (no capacity known): no slack, and the base's latency with the target,
+ * not the latency now (which may be our own queue's).
  */
-static unsigned depth_for_pace(const DepthTuner *t, double pace) {
+static unsigned depth_for_pace(const DepthTuner *t, double pace, bool unpaced) {
         uint64_t base = yield_base(t);
         double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
                d;
 
         if (base > 0)
-                latency = CLAMP(latency, (double)(base + tuner_yield_target(base)),
+                latency = CLAMP(unpaced ? 0 : latency, (double)(base + tuner_yield_target(base)),
                                 (double)(TUNER_YIELD_LATENCY_MAX * base));
-        d = pace * latency * TUNER_YIELD_DEPTH_SLACK / (double)USEC_PER_SEC / request;
-        return tuner_clamp_yield(t, (uint64_t)ceil(d) + 1);
+        d = pace * latency / (double)USEC_PER_SEC / request;
+        if (unpaced)
+                return tuner_clamp_yield(t, (uint64_t)ceil(d));
+        return tuner_clamp_yield(t, (uint64_t)ceil(d * TUNER_YIELD_DEPTH_SLACK) + 1);
 }
 
 static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
@@ -202,13 +206,21 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->pace_scale = 1;
         t->probe_hold_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
-        if (!t->cap_known) { /* what the device can do is not known: grow until reads queue */
+        if (!t->cap_known) {
+                /* What the device can do is not known: grow until reads queue, from the depth
+                 * that carries the pace the capacities seen so far leave (they are what was
+                 * delivered, so at most what the device gives: the cut is at least the one
+                 * due). Not from TUNER_YIELD_START reads whatever the cut: sixteen hydrators
+                 * behind one cap, each cut by 3-5% for a reader beside them, each fell from
+                 * several reads to two. */
                 t->pace = 0;
-                return tuner_set_depth(t, MIN(t->depth, tuner_clamp_yield(t, TUNER_YIELD_START)),
+                return tuner_set_depth(t,
+                                       MIN(t->depth, MAX(depth_for_pace(t, pace, true),
+                                                         tuner_clamp_yield(t, TUNER_YIELD_START))),
                                        TUNER_YIELD);
         }
         t->pace = pace / 2; /* until our queue from before has drained (decide_yield()) */
-        return tuner_set_depth(t, MIN(t->depth, depth_for_pace(t, pace)), TUNER_YIELD);
+        return tuner_set_depth(t, MIN(t->depth, depth_for_pace(t, pace, false)), TUNER_YIELD);
 }
 
 static bool stop_yielding(DepthTuner *t, uint64_t now) {
@@ -359,8 +371,9 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
                  * of ours came back. One in which none did tells nothing of a queue (the test
                  * is on latencies, and there are none), and a device that answers nothing for
                  * a while is queueing already: each read added there is one more for the
-                 * workload to wait behind. */
-                if (t->probe_hold_usec > 0 || last_slot(t)->bytes <= 0)
+                 * workload to wait behind. Nor before the queue we held before the yield
+                 * has drained (follow_capacities()): a queue then is that one, not the knee. */
+                if (t->probe_hold_usec > 0 || last_slot(t)->bytes <= 0 || !t->yield_settled)
                         return false;
                 return tuner_set_depth(t, tuner_clamp_yield(t, (uint64_t)t->depth + 1),
                                        TUNER_YIELD);
@@ -368,7 +381,7 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
         /* Until the queue we held before has drained, half of it, so that it drains fast; less
          * while a queue is tested. */
         t->pace = (t->yield_settled ? pace : pace / 2) * t->pace_scale;
-        return tuner_set_depth(t, depth_for_pace(t, t->pace), TUNER_YIELD);
+        return tuner_set_depth(t, depth_for_pace(t, t->pace, false), TUNER_YIELD);
 }
 
 bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_cost,
@@ -421,11 +434,12 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         pace = pace_for(t);
         /* Nor, before TUNER_KNOWN_SECONDS of our reads, for others who take less than half
          * of what we read: the capacities so far are what our ramp-up delivered, so the cut
-         * is larger than it will be, and a yield with no capacity known starts again from
-         * TUNER_YIELD_START reads (a 4 MiB/s reader on the disk beside a 125 MiB/s volume
+         * is larger than it will be (when a yield with no capacity known started again from
+         * TUNER_YIELD_START reads, a 4 MiB/s reader on the disk beside a 125 MiB/s volume
          * cost 3 s of it: 0.87x the rate alone). The climb keeps to the tighter target
          * meanwhile. After that the cut is made as before: from the capacities if they were
-         * seen at saturation, else again from TUNER_YIELD_START reads (start_yielding()). */
+         * seen at saturation, else from the depth the pace needs, growing until reads queue
+         * (start_yielding()). */
         if (t->fair <= 0 || t->cut < TUNER_YIELD_MIN_CUT ||
             ((t->ring_n < TUNER_RATE_SAMPLES || t->cap_seconds < TUNER_KNOWN_SECONDS) &&
              t->cut < TUNER_YIELD_EARLY_CUT))

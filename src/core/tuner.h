@@ -100,8 +100,10 @@
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
  *    a sibling's queue, say) recovers; a probe that finds the queue where it was waits twice
  *    as long before the next (up to TUNER_PROBE_WAIT_MAX_USEC). With no capacity learned yet
- *    (busy from the start), it starts at TUNER_YIELD_START reads and adds one a sample in
- *    which a read of ours completed, until reads queue: that total is the capacity.
+ *    (busy from the start, or a queue that was never seen as ours), it starts at the depth the
+ *    pace needs at the base latency (at least TUNER_YIELD_START reads), and once the queue it
+ *    held before has drained adds one a sample in which a read of ours completed, until reads
+ *    queue: that total is the capacity.
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
@@ -166,7 +168,7 @@
 #define TUNER_PROBE_WAIT_MAX_USEC                                      \
         (16 * TUNER_CAPACITY_TRUST_USEC) /* a probe that found nothing \
                                           * more: twice as long */
-#define TUNER_YIELD_START 2u /* reads in flight when yielding with no capacity known yet */
+#define TUNER_YIELD_START 2u /* yielding with no capacity known yet: at least this many reads */
 #define TUNER_YIELD_SETTLE_USEC (3 * USEC_PER_SEC) /* our queue from before has drained by then */
 #define TUNER_YIELD_QUEUE_SAMPLES 3 /* yielding, a queue: in the last three samples' reads */
 #define TUNER_QUEUE_TEST_SCALE 0.75 /* ... ours if it goes when the pace is a quarter less, */

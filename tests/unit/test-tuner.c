@@ -648,7 +648,7 @@ static void test_tuner_small_neighbour_from_the_start(void **state) {
          * 400 MiB/s volume at 200 ms at most (3% here, under TUNER_YIELD_MIN_CUT: the climb
          * leaves 25 MiB/s of the cap unused, which is what the reader takes). In the first seconds
          * the capacities are what our ramp-up delivered, which makes the cut look several times
-         * larger, and a yield with no capacity known starts again from TUNER_YIELD_START reads (on
+         * larger, and a yield with no capacity known started again from TUNER_YIELD_START reads (on
          * the rig: 3 s of it, 0.87x the rate alone). None before TUNER_KNOWN_SECONDS. Nor does what
          * the disks beside ours did in our first second count: it held us to the yield's tighter
          * target while we ramped up (216 MiB/s over these 10 s, against 356 alone), and it may be
@@ -756,8 +756,8 @@ static void test_tuner_capacity_learned_low_recovers(void **state) {
 
 static void test_tuner_yields_from_the_start(void **state) {
         /* Started on a busy volume: a second of reads to learn our rate, then no capacity
-         * known for the yield: it starts small and grows one read a sample until reads
-         * queue, and holds its share from there. */
+         * known for the yield: it starts from the depth the pace needs, grows one read a
+         * sample until reads queue, and holds its share from there. */
         Device v = {.latency_usec = 90 * MSEC,
                     .cap = 125.0 * MiB,
                     .foreground = FOREGROUND,
@@ -935,6 +935,38 @@ static void test_tuner_sixteen_siblings_fill_the_cap(void **state) {
         assert_cap_shared(&run, t, 16, 125.0 * MiB);
 }
 
+static void test_tuner_small_cut_none_known(void **state) {
+        /* A yield with no capacity known (our reads never queued: here the depth is held
+         * under the knee; on the rig, sixteen hydrators whose bases were learned behind their
+         * shared queue), for a cut of about 7%: a reader of 4 MiB/s beside ours. It starts from
+         * the depth the pace needs, not again from TUNER_YIELD_START reads (on the rig, cuts
+         * of 3-5% took sixteen daemons down to two reads each). */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        unsigned before, yield_depth;
+        double cut;
+        Run alone, run;
+
+        tuner_init(&t, 4, 8, 8, now);
+        alone = drive(&t, &v, &now, 20 * SEC);
+        before = t.depth;
+        v.other_cost = 4.0 * MiB;
+        for (int i = 0; i < 100 && !t.yielding; i++)
+                (void)drive(&t, &v, &now, SAMPLE);
+        assert_true(t.yielding);
+        assert_false(t.cap_known);
+        assert_true(t.cut > TUNER_YIELD_MIN_CUT && t.cut < 0.1);
+        assert_true(t.depth * 4 >= before * 3);
+        cut = t.cut;
+        yield_depth = t.depth;
+        run = drive(&t, &v, &now, 10 * SEC);
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "none known, a cut of %.0f%%: depth %u of %u, %.1f of %.1f MiB/s\n",
+                        100 * cut, yield_depth, before, run.rate[0] / MiB, alone.rate[0] / MiB);
+        assert_true(run.rate[0] >= (1.0 - 1.5 * cut) * alone.rate[0]);
+}
+
 static void test_tuner_gives_way_to_a_greedy_reader(void **state) {
         /* Behind the same cap as a reader that starts keeping 32 reads in flight whatever
          * happens (the AWS fio command on another volume). Its queue alone cannot tell us: a
@@ -1105,6 +1137,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_late_siblings_get_their_share),
                 cmocka_unit_test(test_tuner_siblings_with_caps_of_their_own),
                 cmocka_unit_test(test_tuner_sixteen_siblings_fill_the_cap),
+                cmocka_unit_test(test_tuner_small_cut_none_known),
                 cmocka_unit_test(test_tuner_gives_way_to_a_greedy_reader),
                 cmocka_unit_test(test_tuner_stays_within_bounds),
                 cmocka_unit_test(test_tuner_tainted_epochs_decide_nothing),
