@@ -322,9 +322,10 @@ traced_full_run() {
 # share of the bytes (the rate limit paces it too) plus the mapping, a fixed time: at 64 MiB/s
 # ext4's metadata and hot files were read by 4.7% of the run (35 s) and XFS's by 9.1% at
 # 48 MiB/s (22 s). Under a wrapper the mapping is slower (valgrind's took 2.5 s longer), and
-# traced_full_run checks the share of the bytes instead, which the rate does not set: there the
-# runs go four times as fast (at 24 MiB/s, to keep the time's share, they took 105 and 45 s of
-# the CI's hour). RATE in MiB/s, "64M".
+# traced_full_run checks the share of the bytes instead, which the order sets and the rate barely
+# moves: there the runs go four times as fast (valgrind's at 256 and 192 MiB/s: 23-26 and 21-22 s
+# against 51 and 32 s at 64 and 48; bytes read when the metadata was done 4.1% and 8.6% of the
+# device, 3.2% and 6.6% at the slower rates, limits 10% and 15%). RATE: whole MiB/s, "64M".
 full_rate() {
     FULL_RATE=$1
     [ -z "${EBS_HYDRATE_WRAPPER:-}" ] || FULL_RATE=$((${1%M} * 4))M
