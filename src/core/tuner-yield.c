@@ -178,8 +178,8 @@ static double pace_for(DepthTuner *t) {
  * others' load (a busy one) must not hold us under it. The latency counted is at least the
  * base's and the yield's target, and at most TUNER_YIELD_LATENCY_MAX times the base: a depth
  * that followed a latency of its own making would only make it longer. @unpaced: the depth
- * alone holds the rate (no capacity known): no slack, and the base's latency with the target,
- * not the latency now (which may be our own queue's).
+ * alone holds the rate (no capacity known): no slack, and, once a base is known, the base's
+ * latency with the target, not the latency now (which may be our own queue's).
  */
 static unsigned depth_for_pace(const DepthTuner *t, double pace, bool unpaced) {
         uint64_t base = yield_base(t);

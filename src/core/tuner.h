@@ -101,9 +101,9 @@
  *    a sibling's queue, say) recovers; a probe that finds the queue where it was waits twice
  *    as long before the next (up to TUNER_PROBE_WAIT_MAX_USEC). With no capacity learned yet
  *    (busy from the start, or a queue that was never seen as ours), it starts at the depth the
- *    pace needs at the base latency (at least TUNER_YIELD_START reads), and once the queue it
- *    held before has drained adds one a sample in which a read of ours completed, until reads
- *    queue: that total is the capacity.
+ *    pace needs at the base latency and the yield's target (at least TUNER_YIELD_START reads),
+ *    and once the queue it held before has drained adds one a sample in which a read of ours
+ *    completed, until reads queue: that total is the capacity.
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
