@@ -186,8 +186,10 @@ static unsigned depth_for_pace(const DepthTuner *t, double pace, bool unpaced) {
         double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
                d;
 
-        if (base > 0)
-                latency = CLAMP(unpaced ? 0 : latency, (double)(base + tuner_yield_target(base)),
+        if (base > 0 && unpaced)
+                latency = (double)(base + tuner_yield_target(base));
+        else if (base > 0)
+                latency = CLAMP(latency, (double)(base + tuner_yield_target(base)),
                                 (double)(TUNER_YIELD_LATENCY_MAX * base));
         d = pace * latency / (double)USEC_PER_SEC / request;
         if (unpaced)
