@@ -203,6 +203,27 @@ def journal_records(m, *matches):
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+def wait_journal_records(m, timeout, *matches):
+    """journal_records() once it has any. The daemon tells systemd it is up (READY=1) before it
+    logs that it starts reading, and journald stores a line a moment after it is sent: a step
+    that sees the unit active may not find the record yet (seen in CI: an older record of the
+    same volume was taken for it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        recs = journal_records(m, *matches)
+        if recs or time.monotonic() > deadline:
+            return recs
+        time.sleep(0.5)
+
+
+def invocation_of(m, unit):
+    return m.succeed("systemctl show -p InvocationID --value %s" % unit).strip()
+
+
+def main_pid_of(m, unit):
+    return m.succeed("systemctl show -p MainPID --value %s" % unit).strip()
+
+
 def attach(m, vol, hotplug):
     m.add_cold_volume(vol.name, vol.serial, vol.size, latency_ms=LATENCY_MS, bps=vol.bps,
                       hotplug=hotplug)
@@ -496,7 +517,10 @@ def step_c1(m):
 
 def step_c2(m):
     vol = VOL_A
-    recs = journal_records(m, "MESSAGE_ID=" + MESSAGE_COMPLETE)
+    # Its only completion: the record may be sent just before the process exits, when journald
+    # can no longer tell its unit, so it is matched on the volume alone.
+    recs = wait_journal_records(m, 30, "MESSAGE_ID=" + MESSAGE_COMPLETE,
+                                "VOLUME_ID=" + vol.volume_id)
     for r in recs:
         vm.log("journal: %s VOLUME_ID=%s DEVICE=%s" % (r.get("MESSAGE"), r.get("VOLUME_ID"),
                                                        r.get("DEVICE")))
@@ -577,7 +601,10 @@ def step_d3(m, record):
     p = wait_unit(m, unit, started, "started", 60)
     check(p["ActiveState"] == "active", "re-attached: %s started by itself" % unit,
           "%s/%s" % (p["ActiveState"], p["SubState"]))
-    recs = journal_records(m, "MESSAGE_ID=" + MESSAGE_STARTED, "VOLUME_ID=" + vol.volume_id)
+    # The record of this instance (its process, which runs on: d4 lets it finish), not the
+    # first attachment's, which started from 0.
+    recs = wait_journal_records(m, 30, "MESSAGE_ID=" + MESSAGE_STARTED,
+                                "VOLUME_ID=" + vol.volume_id, "_PID=" + main_pid_of(m, unit))
     last = recs[-1].get("MESSAGE", "") if recs else ""
     mt = re.search(r"from (\d+\.\d)%", last)
     check(mt is not None and float(mt.group(1)) > 0,
@@ -682,7 +709,7 @@ def step_g(m, data):
     m.succeed("systemctl daemon-reload && systemctl start --no-block fake-db.service")
     m.set_volume_rate(vol.name, vol.bps)
     p = wait_unit(m, unit, finished, "finished", 300)
-    invocation = m.succeed("systemctl show -p InvocationID --value %s" % unit).strip()
+    invocation = invocation_of(m, unit)
     log = m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
     vm.log_output("journal of %s (invocation %s):" % (unit, invocation), log)
     check(p["ActiveState"] == "active" and p["SubState"] == "exited" and p["Result"] == "success",
@@ -838,7 +865,7 @@ def stop_load(m, t0):
 
 
 def instance_log(m, unit):
-    invocation = m.succeed("systemctl show -p InvocationID --value %s" % unit).strip()
+    invocation = invocation_of(m, unit)
     return m.succeed("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
 
 
