@@ -35,8 +35,7 @@ def udev_properties(m, dev):
 
 def run(m, timer):
     with timer.step("boot"):
-        m.start()
-        state = m.wait_for_boot()
+        state = m.boot()
     check(state == "running", "system state is 'running' (not degraded)")
     pid1 = m.succeed("readlink /proc/1/exe").strip()
     check(pid1.endswith("/systemd"), "PID 1 is systemd (%s)" % pid1)
