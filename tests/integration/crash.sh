@@ -8,7 +8,9 @@
 # overlay, the independent witness of what was read; every restart loads it, and the last run
 # completes.
 # Usage: crash.sh CASE PATH-TO-ebs-hydrated PATH-TO-state-dump
-# EBS_HYDRATE_LONG_TESTS=1 crashes hundreds of times instead of the CI-sized few;
+# EBS_HYDRATE_LONG_TESTS=1 crashes hundreds of times instead of the CI-sized few; under a
+# sanitizer or a wrapper (valgrind) a third as many: there each crash checks the same load and
+# save code for memory errors, and the plain pass covers the spread of crash moments;
 # EBS_HYDRATE_CRASH_SEED=N replays the crash moments of an earlier run (each run prints its seed).
 CASES=(sigkill-loop sigkill-eio power-cut save-fails)
 . "$(dirname "$0")/cases.sh"
@@ -24,6 +26,18 @@ NAME="crash-$CASE-$$" # the rig volume, and the state key
 STATE="$WORK/state"
 MNT="$WORK/statefs"
 LONG=${EBS_HYDRATE_LONG_TESTS:-0}
+CHECKED=0 # built with a sanitizer or run under a wrapper
+[ -z "${EBS_HYDRATE_WRAPPER:-}${EBS_HYDRATE_SANITIZER:-}" ] || CHECKED=1
+# crashes PLAIN LONG: how many crashes a case aims for (see above)
+crashes() {
+    if [ "$LONG" = 1 ]; then
+        echo "$2"
+    elif [ "$CHECKED" = 1 ]; then
+        echo $(((${1} + 2) / 3))
+    else
+        echo "$1"
+    fi
+}
 command -v qemu-storage-daemon >/dev/null || { echo "SKIP: qemu-storage-daemon missing" >&2; exit 77; }
 [ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse" >&2; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 missing" >&2; exit 77; }
@@ -210,7 +224,7 @@ kill_loop() {
 
 case_sigkill_loop() {
     # 8 s of reading at 32 MiB/s: a few dozen crashes fit in one volume.
-    kill_loop "$([ "$LONG" = 1 ] && echo 300 || echo 25)" 256M --bps 32M
+    kill_loop "$(crashes 25 300)" 256M --bps 32M
 }
 
 # The same with a snapshot block that cannot be fetched: crashes land while it waits for its
@@ -219,7 +233,7 @@ case_sigkill_eio() {
     local sector=$((RANDOM * 8 % (128 * 2048)))
     BAD_CHUNK=$((sector * 512 / 524288 * 524288))
     FINISHED=3
-    kill_loop "$([ "$LONG" = 1 ] && echo 100 || echo 10)" 128M --bps 32M --eio-sector "$sector" \
+    kill_loop "$(crashes 10 100)" 128M --bps 32M --eio-sector "$sector" \
         --eio-layer backing
 }
 
@@ -244,8 +258,8 @@ power_restored() {
 }
 
 case_power_cut() {
-    local target=12 cuts=0 t0=$SECONDS
-    [ "$LONG" = 1 ] && target=150
+    local target cuts=0 t0=$SECONDS
+    target=$(crashes 12 150)
     statefs_up
     while [ "$cuts" -lt "$target" ]; do
         volume_up 256M --bps 32M
