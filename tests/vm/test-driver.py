@@ -27,7 +27,7 @@ failures = 0
 
 def check(cond, what, detail=""):
     global failures
-    print("%s: %s%s" % ("ok" if cond else "FAIL", what, " (%s)" % detail if detail else ""))
+    print("%s: %s%s" % ("ok" if cond else "FAIL", what, " (%s)" % (detail,) if detail else ""))
     failures += 0 if cond else 1
 
 
@@ -71,50 +71,43 @@ class Mute(vm.Machine):
         return None
 
 
+def outcome(fn):
+    """How @fn ended: "answered", "stuck" (GuestStuck) or "error" (another VMError: a wait
+    that timed out, no QEMU), with the first line of the error. Anything else is raised."""
+    try:
+        fn()
+        return "answered", ""
+    except vm.GuestStuck as e:
+        return "stuck", str(e).splitlines()[0]
+    except vm.VMError as e:
+        return "error", str(e).splitlines()[0]
+
+
 def stuck_waits(workdir):
     # An earlier QEMU (or an earlier moment of this one) stuck for good: not this wait's.
     m = Mute(os.path.join(workdir, "old"), printed=None)
     append(m, lockup(398))
-    try:
-        m._sync(1)
-        check(False, "a lockup printed before the wait: the wait times out")
-    except vm.GuestStuck:
-        check(False, "a lockup printed before the wait is not this wait's")
-    except vm.VMError:
-        check(True, "a lockup printed before the wait is not this wait's: a plain timeout")
+    got = outcome(lambda: m._sync(1))
+    check(got[0] == "error", "a lockup printed before the wait is not this wait's", got)
     # Printed during the wait: the boot's wait ends at once, GuestStuck.
     m = Mute(os.path.join(workdir, "new"), printed=lockup(22) + lockup(75))
     t0 = time.monotonic()
-    try:
-        m._sync(30)
-        check(False, "a lockup printed during the wait: GuestStuck")
-    except vm.GuestStuck as e:
-        check(time.monotonic() - t0 < 10, "a lockup printed during the wait ends it: GuestStuck",
-              str(e).splitlines()[0])
+    got = outcome(lambda: m._sync(30))
+    check(got[0] == "stuck" and time.monotonic() - t0 < 10,
+          "a lockup printed during the wait ends it at once: GuestStuck", got)
     # A stall it recovered from, during the wait: a plain timeout.
     m = Mute(os.path.join(workdir, "recovered"), printed=lockup(22))
-    try:
-        m._sync(1)
-        check(False, "a stall of 22 s: the wait times out")
-    except vm.GuestStuck:
-        check(False, "a stall of 22 s is not a stuck kernel")
-    except vm.VMError:
-        check(True, "a stall of 22 s is not a stuck kernel: a plain timeout")
+    got = outcome(lambda: m._sync(1))
+    check(got[0] == "error", "a stall of 22 s is not a stuck kernel", got)
     # A command that gets no answer, the kernel stuck meanwhile.
     m = Mute(os.path.join(workdir, "run"), printed=RCU * 3)
-    try:
-        m.run("true", timeout=0)
-        check(False, "no answer, kernel stuck: GuestStuck")
-    except vm.GuestStuck as e:
-        check("its kernel is stuck" in str(e), "no answer, kernel stuck: GuestStuck",
-              str(e).splitlines()[0])
+    got = outcome(lambda: m.run("true", timeout=0))
+    check(got[0] == "stuck" and "its kernel is stuck" in got[1],
+          "no answer, kernel stuck: GuestStuck", got)
     # No QEMU at all (a start that failed): an error the test's steps catch.
     m = vm.Machine("unused.img", workdir=os.path.join(workdir, "none"))
-    try:
-        m.run("true")
-        check(False, "no QEMU: VMError")
-    except vm.VMError as e:
-        check(True, "no QEMU: VMError, not AttributeError", str(e))
+    got = outcome(lambda: m.run("true"))
+    check(got[0] == "error", "no QEMU: VMError, not AttributeError", got)
 
 
 class FakeBoots(vm.Machine):
