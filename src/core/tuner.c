@@ -62,9 +62,9 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
                 .start_min_usec = UINT64_MAX,
                 .sample_min_usec = UINT64_MAX,
                 .base_bucket_usec = now_usec,
-                /* The start-up epochs may have measured the base behind a queue of our own
-                 * (or of the volumes that started with us): the first relearn comes soon. */
-                .relearn_due_usec = next_boundary(now_usec, TUNER_RELEARN_FIRST_USEC),
+                /* Sooner once the base is in doubt (tuner_base_doubted()). */
+                .relearn_due_usec = next_boundary(now_usec, TUNER_RELEARN_USEC),
+                .relearn_early_usec = next_boundary(now_usec, TUNER_RELEARN_FIRST_USEC),
                 .probe_wait = TUNER_CRUISE_EPOCHS,
                 .hold_next = TUNER_CRUISE_EPOCHS,
                 .share_next = TUNER_CRUISE_EPOCHS,
@@ -124,6 +124,8 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
                                 : TUNER_SAMPLE_USEC;
 
         t->readers = readers;
+        if (readers > 0)
+                tuner_base_doubted(t, now_usec);
         if (queued > 0 && t->queueing)
                 t->shared_usec = now_usec;
         /* A sample counts for the epoch's window if most of it falls inside. */
@@ -171,6 +173,35 @@ void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now) {
                 t->base_bucket_usec += TUNER_BASE_BUCKET_USEC;
         }
         t->base_hist[t->base_bucket] = MIN(t->base_hist[t->base_bucket], latency);
+}
+
+/*
+ * The start-up epochs measured the base at the depth they climbed to, behind a queue of our own
+ * (or of siblings that started with us): too high by that queue. Alone on the device that costs
+ * nobody anything: a base too high only holds off a drain, which would cost us throughput (a
+ * relearn 0-5 s after the start cost a 1 GiB run 3-5%), and the minute's relearn comes anyway.
+ * Once someone else is there, their reads wait behind that queue, and the drain and the yield's
+ * queue test lean on the base:
+ * - a slow start that is over and had the device to itself measured it: its smallest latency
+ *   (its first reads found none of ours queued) goes into the history;
+ * - if they came during the slow start, or before the first TUNER_RELEARN_FIRST_USEC boundary
+ *   after ours, the first relearn comes at the next such boundary: the same in every instance
+ *   that started about when we did, so that all of them drain together (sixteen siblings
+ *   behind one cap, some of which saw the others only once their own slow start was over,
+ *   left four of them mapping their file systems, one cold read at a time behind two seconds
+ *   of queue, for 30 s without that relearn). Later, a relearn would fall out of step with
+ *   the newcomer's and measure its queue (a base of 392 ms on a 90 ms volume in unit/tuner's
+ *   model of late siblings): the slow start's latency alone serves.
+ */
+void tuner_base_doubted(DepthTuner *t, uint64_t now) {
+        if (t->base_checked_usec > 0 || t->base_doubted)
+                return;
+        t->base_doubted = true;
+        if (t->mode != TUNER_SLOW_START && t->start_min_usec != UINT64_MAX)
+                tuner_base_note(t, t->start_min_usec, now);
+        if (t->mode == TUNER_SLOW_START || now < t->relearn_early_usec)
+                t->relearn_due_usec =
+                        MIN(t->relearn_due_usec, next_boundary(now, TUNER_RELEARN_FIRST_USEC));
 }
 
 uint64_t tuner_base_latency(const DepthTuner *t) {

@@ -52,7 +52,15 @@
  *    moment of a cruise), the depth drops to the minimum for one epoch (RELEARN), so that the
  *    base is measured without our queue, or theirs, in front of it (LEDBAT++'s periodic
  *    slowdown); to one read while the queue was shared lately (TUNER_SHARED_USEC): four
- *    minimum depths at once still queue at a shared cap. Every relearn first lets a mean
+ *    minimum depths at once still queue at a shared cap. Alone, the first is the minute's:
+ *    the start-up epochs measured the base behind our own queue, and a base too high there
+ *    only holds off a drain that would cost us throughput. Once someone else comes (a sibling
+ *    reads, or others' I/O costs TUNER_YIELD_MIN_COST or more), their reads wait behind that
+ *    queue and the drain and the yield lean on the base: a slow start that is over and had
+ *    the device to itself gives it (its smallest latency); and if they came during it, or
+ *    before the first TUNER_RELEARN_FIRST_USEC boundary after our start, the first relearn
+ *    comes at the next such boundary, in step with the siblings that started with us.
+ *    Every relearn first lets a mean
  *    latency pass. One of a queue of our own then counts only the reads sent after it began,
  *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
  *    the queue shared lately lasts a window of twice the smaller of the base and its own
@@ -146,7 +154,7 @@
 #define TUNER_NEW_BASE_FACTOR 2 /* ... and if the relearn epoch is this much slower, new base */
 #define TUNER_RECHECK_USEC (5 * USEC_PER_SEC)       /* ... not within 5 s of another relearn */
 #define TUNER_RELEARN_USEC (60 * USEC_PER_SEC)      /* one epoch at the minimum depth ... */
-#define TUNER_RELEARN_FIRST_USEC (5 * USEC_PER_SEC) /* ... a minute, and soon after start */
+#define TUNER_RELEARN_FIRST_USEC (5 * USEC_PER_SEC) /* ... a minute; soon, base in doubt */
 #define TUNER_RELEARN_READS 2 /* ... ending once this many reads sent in it are back */
 
 #define TUNER_YIELD_TARGET_DIVISOR 16                   /* yielding: base / 16 ... */
@@ -283,11 +291,13 @@ typedef struct DepthTuner {
         uint64_t queue_delay_usec;              /* of the last epoch */
         double request_bytes;                   /* bytes of the last read completed */
         uint64_t relearn_due_usec;
-        unsigned relearn_depth;     /* the depth to return to after RELEARN */
-        uint64_t base_checked_usec; /* when a relearn last measured the base */
-        bool suspect;               /* this RELEARN checks the base because reads got slow */
-        bool relearn_shared;        /* ... began with the queue shared lately (shared_lately()) */
-        bool slow_confirmed;        /* ... and found it right: the slowness is a queue */
+        unsigned relearn_depth;      /* the depth to return to after RELEARN */
+        uint64_t base_checked_usec;  /* when a relearn last measured the base */
+        bool base_doubted;           /* ... none had when others came (tuner_base_doubted()) */
+        uint64_t relearn_early_usec; /* the first relearn's moment if they came before it */
+        bool suspect;                /* this RELEARN checks the base because reads got slow */
+        bool relearn_shared;         /* ... began with the queue shared lately (shared_lately()) */
+        bool slow_confirmed;         /* ... and found it right: the slowness is a queue */
 
         /* slow start: the round of reads under way */
         unsigned round_depth;       /* the depth when it began: its length in completions */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "tuner-internal.h"
@@ -423,7 +424,7 @@ static void test_tuner_short_relearn_of_our_own_queue(void **state) {
         tuner_init(&t, 4, 32, 256, now);
         run = drive(&t, &v, &now, 70 * SEC);
         assert_in_range(tuner_base_latency(&t), 299 * MSEC, 301 * MSEC);
-        assert_true(run.relearns >= 2); /* soon after the start, and at the minute */
+        assert_int_equal(run.relearns, 1); /* alone: at the minute only */
         /* The window of before alone was 2 x 300 ms after the mean latency. */
         if (getenv("TUNER_TRACE"))
                 fprintf(stderr, "relearn %.0f ms, mean latency %.0f ms\n", run.relearn_usec / 1e3,
@@ -783,6 +784,83 @@ static void test_tuner_yields_from_the_start(void **state) {
         assert_true(run.queue_mean <= 1.0 * MSEC);
 }
 
+static void test_tuner_first_relearn_waits_while_alone(void **state) {
+        /* Alone on the device, the base the start-up epochs learned behind our own queue hurts
+         * nobody: the first relearn is the minute's (one soon after the start cost a 1 GiB
+         * rig run 3-5% of its rate). */
+        Device v = {.latency_usec = 120 * MSEC, .cap = 300.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 4, 256, now);
+        run = drive(&t, &v, &now, 55 * SEC);
+        assert_int_equal(run.relearns, 0);
+        assert_true(run.rate[0] >= 0.95 * 300.0 * MiB);
+        run = drive(&t, &v, &now, 10 * SEC);
+        assert_int_equal(run.relearns, 1);
+        assert_in_range(tuner_base_latency(&t), 119 * MSEC, 121 * MSEC);
+}
+
+static void test_tuner_first_relearn_soon_with_others(void **state) {
+        /* Someone else's I/O on our disk from the start, too little to yield to (2 MiB/s
+         * beside 300): their reads wait behind our queue, and the base must be right for the
+         * drain: the first relearn comes at the next 5 s boundary. */
+        Device v = {.latency_usec = 120 * MSEC, .cap = 300.0 * MiB, .own_cost = 2.0 * MiB};
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 4, 256, now);
+        run = drive(&t, &v, &now, 10 * SEC);
+        assert_int_equal(t.yields, 0);
+        assert_true(run.relearns >= 1);
+}
+
+static void test_tuner_sibling_after_a_lone_start(void **state) {
+        /* A volume alone for its start learns its base behind its own queue and keeps it (no
+         * relearn before the minute): on the rig's curve, where latency grows with the depth.
+         * A sibling that comes later reads behind that queue: the base is then at once the
+         * slow start's smallest latency, taken when none of ours queued yet, and no relearn
+         * comes out of step with the sibling's. One that is there during our slow start
+         * makes the first relearn come at the next 5 s boundary instead. */
+        Device v = {.curve = true};
+        DepthTuner t;
+        uint64_t now = 0, start_min;
+        Run run;
+
+        tuner_init(&t, 4, 4, 256, now);
+        run = drive(&t, &v, &now, 20 * SEC);
+        assert_int_equal(run.relearns, 0);
+        start_min = t.start_min_usec;
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "alone: base %.1f ms, slow start's smallest %.1f ms\n",
+                        tuner_base_latency(&t) / 1e3, start_min / 1e3);
+        assert_true(tuner_base_latency(&t) > start_min + 5 * MSEC);
+        tuner_siblings(&t, 1, 0, 0, now);
+        assert_int_equal(tuner_base_latency(&t), start_min);
+        assert_int_equal(t.relearn_due_usec, 60 * SEC);
+
+        now = 0;
+        tuner_init(&t, 4, 4, 256, now);
+        (void)drive(&t, &v, &now, 2 * STEP);
+        assert_int_equal(t.mode, TUNER_SLOW_START);
+        tuner_siblings(&t, 1, 0, 0, now);
+        assert_int_equal(t.relearn_due_usec, 5 * SEC);
+
+        /* One that comes after our slow start but before the first 5 s boundary may have
+         * started about when we did, and seen us late: the first relearn comes there, in
+         * step with its own. */
+        now = 0;
+        tuner_init(&t, 4, 4, 256, now);
+        (void)drive(&t, &v, &now, 4 * SEC);
+        assert_true(t.mode != TUNER_SLOW_START);
+        start_min = t.start_min_usec;
+        tuner_siblings(&t, 1, 0, 0, now);
+        assert_int_equal(tuner_base_latency(&t), start_min);
+        assert_int_equal(t.relearn_due_usec, 5 * SEC);
+}
+
 static void test_tuner_yield_grows_on_completions(void **state) {
         /* Yielding with no capacity known, the depth grows one read a sample until reads
          * queue. A device that answers nothing for two seconds (the rig held every read of
@@ -880,25 +958,55 @@ static void test_tuner_shared_cap_siblings_share(void **state) {
 }
 
 static void test_tuner_late_siblings_get_their_share(void **state) {
-        /* Four volumes behind one 150 MiB/s cap, attached (or done mapping) 5 s apart: the
-         * first has the cap to itself and a deep queue; each newcomer climbs into that queue.
-         * A climb that sizes its depth for its own rate keeps whatever split the start made
-         * (on the rig: 18.8 to 68.2 MiB/s); they must end up within a quarter of the mean,
-         * and keep the cap full. */
+        /* Four volumes behind one 150 MiB/s cap, attached (or done mapping) a few seconds
+         * apart: the first has the cap to itself and a deep queue; each newcomer climbs into
+         * that queue. A climb that sizes its depth for its own rate keeps whatever split the
+         * start made (on the rig: 18.8 to 68.2 MiB/s); they must keep the cap full, never yield
+         * to each other, and end up within a quarter of the mean. The model is chaotic (where
+         * each relearn falls against the others' queues decides much), so one draw says little:
+         * 80 starts, five gaps between arrivals (none a multiple of the relearn's 5 s grid,
+         * which only the model's clock would hit) by sixteen draws of the jitter. Measured on
+         * this model (2026-11-28), outside a quarter and the mean of the largest deviation: 8
+         * of 80 and 14.3% with the first relearn 0-5 s after every start; 15 of 80 and 15.2%
+         * with it held to the minute while alone (tuner_base_doubted()). Over 150 draws (30
+         * seeds) the two gave 18 and 22, 15.1% and 14.6%: the same within the draw. */
+        static const uint64_t gaps[] = {4200 * MSEC, 5700 * MSEC, 6300 * MSEC, 7500 * MSEC,
+                                        8900 * MSEC};
         Device v = {.latency_usec = 90 * MSEC, .cap = 150.0 * MiB, .jitter = 0.3};
-        DepthTuner t[4], *all[] = {&t[0], &t[1], &t[2], &t[3]};
-        uint64_t now = 0;
-        Run run;
+        unsigned fair = 0, runs = 0;
+        double dev_sum = 0;
 
-        srand(1); /* its own draws, not what the tests before it left */
+        for (size_t g = 0; g < ELEMENTSOF(gaps); g++)
+                for (unsigned seed = 1; seed <= 16; seed++) {
+                        DepthTuner t[4], *all[] = {&t[0], &t[1], &t[2], &t[3]};
+                        uint64_t now = 0;
+                        double dev = 0;
+                        Run run;
 
-        for (unsigned i = 0; i < 4; i++) {
-                tuner_init(&t[i], 4, 32, 256, now);
-                (void)drive_all(all, i + 1, &v, &now, 5 * SEC);
-        }
-        (void)drive_all(all, 4, &v, &now, 30 * SEC);
-        run = drive_all(all, 4, &v, &now, 60 * SEC);
-        assert_cap_shared(&run, t, 4, 150.0 * MiB);
+                        srand(seed); /* its own draws, not what the tests before it left */
+                        memset(v.backlog, 0, sizeof(v.backlog));
+                        for (unsigned i = 0; i < 4; i++) {
+                                tuner_init(&t[i], 4, 32, 256, now);
+                                (void)drive_all(all, i + 1, &v, &now, gaps[g]);
+                        }
+                        (void)drive_all(all, 4, &v, &now, 30 * SEC);
+                        run = drive_all(all, 4, &v, &now, 60 * SEC);
+                        assert_true(run.total >= 0.95 * 150.0 * MiB);
+                        for (unsigned i = 0; i < 4; i++) {
+                                assert_int_equal(t[i].yields, 0);
+                                dev = fmax(dev, fabs(run.rate[i] * 4 / run.total - 1));
+                        }
+                        /* None left far behind, in any draw. */
+                        assert_true(dev <= 0.6);
+                        fair += dev <= 0.25;
+                        dev_sum += dev;
+                        runs++;
+                }
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "late siblings: %u of %u within a quarter, mean deviation %.3f\n",
+                        fair, runs, dev_sum / runs);
+        assert_true(fair * 4 >= runs * 3);
+        assert_true(dev_sum / runs <= 0.2);
 }
 
 static void test_tuner_siblings_with_caps_of_their_own(void **state) {
@@ -1137,6 +1245,9 @@ int main(void) {
                 cmocka_unit_test(test_tuner_fixed_depth_yields_too),
                 cmocka_unit_test(test_tuner_shared_cap_siblings_share),
                 cmocka_unit_test(test_tuner_late_siblings_get_their_share),
+                cmocka_unit_test(test_tuner_first_relearn_waits_while_alone),
+                cmocka_unit_test(test_tuner_first_relearn_soon_with_others),
+                cmocka_unit_test(test_tuner_sibling_after_a_lone_start),
                 cmocka_unit_test(test_tuner_siblings_with_caps_of_their_own),
                 cmocka_unit_test(test_tuner_sixteen_siblings_fill_the_cap),
                 cmocka_unit_test(test_tuner_small_cut_none_known),
