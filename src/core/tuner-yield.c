@@ -414,8 +414,10 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
                 sec->other_cost = MAX(sec->other_cost, other_cost);
         recent_costs(t);
         t->others = t->own_cost + t->other_cost > 0;
-        if (t->own_cost + t->other_cost >= TUNER_YIELD_MIN_COST)
-                tuner_base_doubted(t, now_usec);
+        /* Anyone on our own disk waits behind our queue; on the disks beside, only a load
+         * that could be worth a yield is worth a relearn (a journal's commits are not). */
+        if (t->own_cost > 0 || t->own_cost + t->other_cost >= TUNER_YIELD_MIN_COST)
+                tuner_base_doubted(t, false, now_usec);
 
         if (t->yielding)
                 return decide_yield(t, now_usec, dt);

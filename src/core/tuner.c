@@ -125,7 +125,7 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
 
         t->readers = readers;
         if (readers > 0)
-                tuner_base_doubted(t, now_usec);
+                tuner_base_doubted(t, true, now_usec);
         if (queued > 0 && t->queueing)
                 t->shared_usec = now_usec;
         /* A sample counts for the epoch's window if most of it falls inside. */
@@ -179,27 +179,31 @@ void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now) {
  * The start-up epochs measured the base at the depth they climbed to, behind a queue of our own
  * (or of siblings that started with us): too high by that queue. Alone on the device that costs
  * nobody anything: a base too high only holds off a drain, which would cost us throughput (a
- * relearn 0-5 s after the start cost a 1 GiB run 3-5%), and the minute's relearn comes anyway.
- * Once someone else is there, their reads wait behind that queue, and the drain and the yield's
- * queue test lean on the base:
- * - a slow start that is over and had the device to itself measured it: its smallest latency
- *   (its first reads found none of ours queued) goes into the history;
- * - if they came during the slow start, or before the first TUNER_RELEARN_FIRST_USEC boundary
- *   after ours, the first relearn comes at the next such boundary: the same in every instance
- *   that started about when we did, so that all of them drain together (sixteen siblings
- *   behind one cap, some of which saw the others only once their own slow start was over,
- *   left four of them mapping their file systems, one cold read at a time behind two seconds
- *   of queue, for 30 s without that relearn). Later, a relearn would fall out of step with
- *   the newcomer's and measure its queue (a base of 392 ms on a 90 ms volume in unit/tuner's
- *   model of late siblings): the slow start's latency alone serves.
+ * relearn 0-5 s after the start cost a 1 GiB run 3-5%), and a relearn comes at the next minute
+ * boundary anyway. Once someone else is there, their reads wait behind that queue, and the
+ * drain and the yield's queue test lean on the base: the first relearn comes at the next
+ * TUNER_RELEARN_FIRST_USEC boundary, as it did after every start before (the same boundary in
+ * every instance that started about when we did, so that they drain together), and where the
+ * slow start is over, its smallest latency goes into the history meanwhile (a queue of ours
+ * was at most the start's depth then; one under half the base is more likely a warm read that
+ * waited behind the others, and is left out). For a sibling that comes after that boundary,
+ * while the slow start's latency serves, no relearn: one now would fall out of step with the
+ * newcomer's own and measure its queue (a base of 392 ms on a 90 ms volume in unit/tuner's
+ * model of late siblings).
  */
-void tuner_base_doubted(DepthTuner *t, uint64_t now) {
+void tuner_base_doubted(DepthTuner *t, bool sibling, uint64_t now) {
+        uint64_t base = tuner_base_latency(t);
+        bool noted = false;
+
         if (t->base_checked_usec > 0 || t->base_doubted)
                 return;
         t->base_doubted = true;
-        if (t->mode != TUNER_SLOW_START && t->start_min_usec != UINT64_MAX)
+        if (t->mode != TUNER_SLOW_START && t->start_min_usec != UINT64_MAX &&
+            2 * t->start_min_usec >= base) {
                 tuner_base_note(t, t->start_min_usec, now);
-        if (t->mode == TUNER_SLOW_START || now < t->relearn_early_usec)
+                noted = true;
+        }
+        if (!sibling || !noted || now < t->relearn_early_usec)
                 t->relearn_due_usec =
                         MIN(t->relearn_due_usec, next_boundary(now, TUNER_RELEARN_FIRST_USEC));
 }

@@ -52,15 +52,15 @@
  *    moment of a cruise), the depth drops to the minimum for one epoch (RELEARN), so that the
  *    base is measured without our queue, or theirs, in front of it (LEDBAT++'s periodic
  *    slowdown); to one read while the queue was shared lately (TUNER_SHARED_USEC): four
- *    minimum depths at once still queue at a shared cap. Alone, the first is the minute's:
- *    the start-up epochs measured the base behind our own queue, and a base too high there
- *    only holds off a drain that would cost us throughput. Once someone else comes (a sibling
- *    reads, or others' I/O costs TUNER_YIELD_MIN_COST or more), their reads wait behind that
- *    queue and the drain and the yield lean on the base: a slow start that is over and had
- *    the device to itself gives it (its smallest latency); and if they came during it, or
- *    before the first TUNER_RELEARN_FIRST_USEC boundary after our start, the first relearn
- *    comes at the next such boundary, in step with the siblings that started with us.
- *    Every relearn first lets a mean
+ *    minimum depths at once still queue at a shared cap. Alone, the first is at the next
+ *    minute boundary: the start-up epochs measured the base behind our own queue, and a base
+ *    too high there only holds off a drain that would cost us throughput. Once someone else
+ *    comes (a sibling reads, anyone's I/O on our disk, others' costing TUNER_YIELD_MIN_COST
+ *    or more), their reads wait behind that queue and the drain and the yield lean on the
+ *    base: the first relearn comes at the next TUNER_RELEARN_FIRST_USEC boundary, and a slow
+ *    start that is over gives the base meanwhile (its smallest latency, unless under half the
+ *    base); for a sibling that comes after the first such boundary, it alone (a relearn then
+ *    would measure the newcomer's queue). Every relearn first lets a mean
  *    latency pass. One of a queue of our own then counts only the reads sent after it began,
  *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
  *    the queue shared lately lasts a window of twice the smaller of the base and its own
@@ -294,7 +294,7 @@ typedef struct DepthTuner {
         unsigned relearn_depth;      /* the depth to return to after RELEARN */
         uint64_t base_checked_usec;  /* when a relearn last measured the base */
         bool base_doubted;           /* ... none had when others came (tuner_base_doubted()) */
-        uint64_t relearn_early_usec; /* the first relearn's moment if they came before it */
+        uint64_t relearn_early_usec; /* the first 5 s boundary after the start */
         bool suspect;                /* this RELEARN checks the base because reads got slow */
         bool relearn_shared;         /* ... began with the queue shared lately (shared_lately()) */
         bool slow_confirmed;         /* ... and found it right: the slowness is a queue */

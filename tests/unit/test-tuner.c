@@ -306,7 +306,7 @@ static void test_tuner_gp3_holds_the_queue_short(void **state) {
 
         tuner_init(&t, 4, 32, 256, now);
         (void)drive(&t, &v, &now, 10 * SEC);
-        run = drive(&t, &v, &now, 10 * SEC); /* within ten seconds (after the first relearn) */
+        run = drive(&t, &v, &now, 10 * SEC); /* within ten seconds, alone: no relearn yet */
         assert_in_range((unsigned)run.depth, 10, 15);
         run = drive(&t, &v, &now, 60 * SEC);
         assert_in_range((unsigned)run.depth, 10, 14);
@@ -804,17 +804,36 @@ static void test_tuner_first_relearn_waits_while_alone(void **state) {
 
 static void test_tuner_first_relearn_soon_with_others(void **state) {
         /* Someone else's I/O on our disk from the start, too little to yield to (2 MiB/s
-         * beside 300): their reads wait behind our queue, and the base must be right for the
-         * drain: the first relearn comes at the next 5 s boundary. */
-        Device v = {.latency_usec = 120 * MSEC, .cap = 300.0 * MiB, .own_cost = 2.0 * MiB};
-        DepthTuner t;
-        uint64_t now = 0;
-        Run run;
+         * beside 300, and 64 KiB/s): their reads wait behind our queue, and the base must be
+         * right for the drain: the first relearn comes at the next 5 s boundary. On the disks
+         * beside ours, a load under TUNER_YIELD_MIN_COST (a journal's commits) is not worth
+         * one; one over it is. */
+        static const struct {
+                double own, other;
+                uint64_t due;
+        } cases[] = {
+                {2.0 * MiB, 0, 5 * SEC},
+                {64.0 * 1024, 0, 5 * SEC},
+                {0, 64.0 * 1024, 60 * SEC},
+                {0, 2.0 * MiB, 5 * SEC},
+        };
 
-        tuner_init(&t, 4, 4, 256, now);
-        run = drive(&t, &v, &now, 10 * SEC);
-        assert_int_equal(t.yields, 0);
-        assert_true(run.relearns >= 1);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Device v = {.latency_usec = 120 * MSEC,
+                            .cap = 300.0 * MiB,
+                            .own_cost = cases[i].own,
+                            .other_cost = cases[i].other};
+                DepthTuner t;
+                uint64_t now = 0;
+                Run run;
+
+                tuner_init(&t, 4, 4, 256, now);
+                (void)drive(&t, &v, &now, 3 * SEC); /* the disks beside count from 2 s on */
+                assert_int_equal(t.relearn_due_usec, cases[i].due);
+                run = drive(&t, &v, &now, 7 * SEC);
+                assert_int_equal(t.yields, 0);
+                assert_int_equal(run.relearns, cases[i].due == 5 * SEC ? 1 : 0);
+        }
 }
 
 static void test_tuner_sibling_after_a_lone_start(void **state) {
@@ -826,7 +845,7 @@ static void test_tuner_sibling_after_a_lone_start(void **state) {
          * makes the first relearn come at the next 5 s boundary instead. */
         Device v = {.curve = true};
         DepthTuner t;
-        uint64_t now = 0, start_min;
+        uint64_t now = 0, start_min, base;
         Run run;
 
         tuner_init(&t, 4, 4, 256, now);
@@ -847,6 +866,34 @@ static void test_tuner_sibling_after_a_lone_start(void **state) {
         assert_int_equal(t.mode, TUNER_SLOW_START);
         tuner_siblings(&t, 1, 0, 0, now);
         assert_int_equal(t.relearn_due_usec, 5 * SEC);
+
+        /* A slow start whose smallest latency is under half the base (a warm read that waited
+         * behind the others, say) gives nothing: a relearn at the next 5 s boundary instead.
+         * Nor does a start with no slow start (its depth was the largest already). */
+        now = 0;
+        tuner_init(&t, 4, 4, 256, now);
+        (void)drive(&t, &v, &now, 20 * SEC);
+        base = tuner_base_latency(&t);
+        t.start_min_usec = base / 3;
+        tuner_siblings(&t, 1, 0, 0, now);
+        assert_int_equal(tuner_base_latency(&t), base);
+        assert_int_equal(t.relearn_due_usec, 25 * SEC);
+        now = 0;
+        tuner_init(&t, 4, 48, 48, now);
+        assert_int_equal(t.mode, TUNER_STARTUP);
+        (void)drive(&t, &v, &now, 20 * SEC);
+        tuner_siblings(&t, 1, 0, 0, now);
+        assert_int_equal(t.relearn_due_usec, 25 * SEC);
+
+        /* Others' I/O that comes late gives the base and a relearn: they do not relearn in
+         * step with us, and their queue is what the yield must see. */
+        now = 0;
+        tuner_init(&t, 4, 4, 256, now);
+        (void)drive(&t, &v, &now, 20 * SEC);
+        start_min = t.start_min_usec;
+        (void)tuner_sample(&t, 0, 2.0 * MiB, 0, now);
+        assert_int_equal(tuner_base_latency(&t), start_min);
+        assert_int_equal(t.relearn_due_usec, 25 * SEC);
 
         /* One that comes after our slow start but before the first 5 s boundary may have
          * started about when we did, and seen us late: the first relearn comes there, in
