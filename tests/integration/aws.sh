@@ -195,7 +195,7 @@ make_ext4() {
     img=$(mktemp "$WORK/img.XXXXXX")
     truncate -s "$1" "$img"
     mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img"
-    losetup -f --show --direct-io=on --read-only "$img"
+    loop_attach --direct-io=on --read-only "$img"
 }
 
 now_usec() { echo $(($(date +%s%N) / 1000)); }

@@ -56,7 +56,7 @@ build_image() {
         off=$(($(sfdisk -J "$img" | "$TOOLS/json-field.py" partitiontable.partitions.0.start) * 512))
     fi
     # The partition through an offset loop device: needs no partition scanning.
-    fsdev=$(losetup -f --show -o "$off" --sizelimit $((size - off - (off ? 1 * MIB : 0))) "$img")
+    fsdev=$(loop_attach -o "$off" --sizelimit $((size - off - (off ? 1 * MIB : 0))) "$img")
     # Runs in a subshell (image_dir): this trap is its own, the caller's cleanup stays.
     # shellcheck disable=SC2064
     trap "umount '$mnt' 2>/dev/null; losetup -d '$fsdev' 2>/dev/null" EXIT

@@ -92,13 +92,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# loop_attach [losetup options...] FILE: losetup -f --show, but coping with a free loop device
+# whose node is missing from /dev (tests/tools/loop-attach)
+loop_attach() {
+    "$(dirname "${BASH_SOURCE[0]}")/../tools/loop-attach" "$@"
+}
+
 # make_loop SIZE [losetup options...]: a read-only, direct-I/O loop device over a sparse file
 make_loop() {
     local size=$1 img
     shift
     img=$(mktemp "$WORK/img.XXXXXX")
     truncate -s "$size" "$img"
-    losetup -f --show --direct-io=on --read-only "$@" "$img"
+    loop_attach --direct-io=on --read-only "$@" "$img"
 }
 
 # sectors_read DEV: 512-byte sectors read from DEV. The count survives detaching and

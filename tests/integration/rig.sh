@@ -358,7 +358,7 @@ neighbour_disk() {
     local img
     img=$(mktemp "$WORK/img.XXXXXX")
     truncate -s "$1" "$img"
-    losetup -f --show "$img"
+    loop_attach "$img"
 }
 
 # run_for SECONDS DEV [options]: the daemon on DEV with the notify listener for SECONDS, then

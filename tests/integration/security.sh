@@ -283,7 +283,7 @@ case_device_read_only() {
     img=$(mktemp "$WORK/img.XXXXXX")
     head -c $((64 << 20)) /dev/urandom >"$img"
     before=$(sha256sum <"$img")
-    dev=$(losetup -f --show --direct-io=on "$img")
+    dev=$(loop_attach --direct-io=on "$img")
     assert_eq "$(blockdev --getro "$dev")" 0 "read-only flag of the writable device"
     if command -v strace >/dev/null; then
         strace=(strace -f -qq -y -e 'trace=open,openat,openat2,creat' -o "$WORK/strace.log")

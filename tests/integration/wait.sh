@@ -49,7 +49,7 @@ make_ext4_loop() {
     img=$(mktemp "$WORK/img.XXXXXX")
     truncate -s "$1" "$img"
     mkfs.ext4 -q -F "$img"
-    losetup -f --show --direct-io=on --read-only "$img"
+    loop_attach --direct-io=on --read-only "$img"
 }
 
 record_says() { # KEY FIELD=VALUE
@@ -124,7 +124,7 @@ case_btrfs_path() {
     img=$(mktemp "$WORK/img.XXXXXX")
     truncate -s 256M "$img"
     mkfs.btrfs -q -f "$img" >/dev/null
-    dev=$(losetup -f --show --direct-io=on --read-only "$img")
+    dev=$(loop_attach --direct-io=on --read-only "$img")
     mkdir -p "$WORK/mnt"
     mount -o ro "$dev" "$WORK/mnt" || skip "cannot mount the btrfs image read-only"
     [ "$(stat -c %d "$WORK/mnt")" != "$(stat -c %d "$dev")" ] ||
@@ -262,7 +262,7 @@ case_overlay_path() {
     img=$(mktemp "$WORK/img.XXXXXX")
     truncate -s 64M "$img"
     mkfs.ext4 -q -F -d "$WORK/tree" "$img" || skip "mkfs.ext4 cannot populate an image (-d)"
-    dev=$(losetup -f --show --direct-io=on --read-only "$img")
+    dev=$(loop_attach --direct-io=on --read-only "$img")
     mount -o ro,noload "$dev" "$WORK/mnt" || skip "cannot mount the ext4 image read-only"
     mount -t overlay overlay -o "lowerdir=$WORK/mnt/a:$WORK/mnt/b" "$WORK/ovl" ||
         skip "cannot mount an overlay"
