@@ -20,6 +20,8 @@ bool tuner_set_depth(DepthTuner *t, unsigned depth, TunerMode mode);
 void tuner_new_epoch(DepthTuner *t, uint64_t now);
 /* A read's latency, for the base latency's history. */
 void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now);
+/* Someone else came (a @sibling, or others' I/O) before any relearn measured the base: see
+ * tuner.c. */
 void tuner_base_doubted(DepthTuner *t, bool sibling, uint64_t now);
 /* A cold read of @bytes completed after @latency, in SLOW_START: one read more, and at the end
  * of a round the verdict on it. */

@@ -192,14 +192,14 @@ void tuner_base_note(DepthTuner *t, uint64_t latency, uint64_t now) {
  * model of late siblings).
  */
 void tuner_base_doubted(DepthTuner *t, bool sibling, uint64_t now) {
-        uint64_t base = tuner_base_latency(t);
         bool noted = false;
 
+        /* Called every sample while someone else is there: once only. */
         if (t->base_checked_usec > 0 || t->base_doubted)
                 return;
         t->base_doubted = true;
         if (t->mode != TUNER_SLOW_START && t->start_min_usec != UINT64_MAX &&
-            2 * t->start_min_usec >= base) {
+            2 * t->start_min_usec >= tuner_base_latency(t)) {
                 tuner_base_note(t, t->start_min_usec, now);
                 noted = true;
         }
