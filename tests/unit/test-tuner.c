@@ -1075,7 +1075,12 @@ static void test_tuner_siblings_with_caps_of_their_own(void **state) {
 }
 
 static void test_tuner_sixteen_siblings_fill_the_cap(void **state) {
-        /* Sixteen volumes behind one 125 MiB/s cap: the cap full, each its share. */
+        /* Sixteen volumes behind one 125 MiB/s cap: the cap full, each its share. They cycle
+         * through drains and relearns, and where a window of the cycle ends decides a percent:
+         * measured on this model (2026-11-28) after the same 30 s, windows of 40, 50, 60, 70,
+         * 80, 100, 120 and 180 s gave 93.4-96.2% of the cap with all starting at 32 reads, and
+         * 94.9-97.0% with the slow start cut to a share at the first sample; 120 s: 96.2% and
+         * 96.9%. */
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t[16], *all[16];
         uint64_t now = 0;
@@ -1086,7 +1091,7 @@ static void test_tuner_sixteen_siblings_fill_the_cap(void **state) {
                 all[i] = &t[i];
         }
         (void)drive_all(all, 16, &v, &now, 30 * SEC);
-        run = drive_all(all, 16, &v, &now, 60 * SEC);
+        run = drive_all(all, 16, &v, &now, 120 * SEC);
         assert_cap_shared(&run, t, 16, 125.0 * MiB);
 }
 
