@@ -472,9 +472,12 @@ static int start_reader(Hydrator *h) {
         /* Siblings compare our reads with our disk's counters at any moment: they hear of
          * each change at once. */
         reader_set_flushed(h->reader, hydrator_on_flushed);
-        if (!h->tuner.fixed)
-                tuner_init(&h->tuner, h->tuner.min, HYDRATOR_AUTO_DEPTH_START, max,
-                           hydrator_now_usec());
+        if (!h->tuner.fixed) {
+                uint64_t now = hydrator_now_usec();
+
+                tuner_init(&h->tuner, h->tuner.min, HYDRATOR_AUTO_DEPTH_START, max, now);
+                tuner_start_share(&h->tuner, neighbours_live_siblings(h->neighbours, now));
+        }
         return 0;
 }
 

@@ -263,3 +263,14 @@ unsigned neighbours_siblings(const Neighbours *n) {
                 k += n->items[i].fresh;
         return k;
 }
+
+unsigned neighbours_live_siblings(const Neighbours *n, uint64_t now_usec) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; n && i < n->n; i++) {
+                SiblingView v;
+
+                k += n->items[i].sibling && sibling_read(n->items[i].sibling, now_usec, &v);
+        }
+        return k;
+}

@@ -78,3 +78,6 @@ void neighbours_save_allowance(const Neighbours *n, dev_t dev, ActivityAllowance
 void save_allowance(const SaveNews *news, dev_t dev, ActivityAllowance *allowance);
 unsigned neighbours_count(const Neighbours *n);
 unsigned neighbours_siblings(const Neighbours *n);
+/* neighbours_live_siblings() - the siblings that beat lately, as of @now_usec: before the first
+ * neighbours_sample() too (neighbours_siblings() counts those the last sample read). */
+unsigned neighbours_live_siblings(const Neighbours *n, uint64_t now_usec);

@@ -26,6 +26,9 @@ void tuner_base_doubted(DepthTuner *t, bool sibling, uint64_t now);
 /* A cold read of @bytes completed after @latency, in SLOW_START: one read more, and at the end
  * of a round the verdict on it. */
 void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t now);
+/* Other hydrators on the host read (@readers of them), seen for the first time: a slow start
+ * deeper than an equal share of the depth it started at begins a new round there (once). */
+void tuner_slow_start_siblings(DepthTuner *t, unsigned readers, uint64_t now);
 /* Ends the slow start: back to the depth of the last round that paid, in STARTUP. */
 void tuner_end_slow_start(DepthTuner *t, uint64_t now);
 /* No probe is under way any more: its flags are cleared (a relearn, a restart). */

@@ -102,3 +102,30 @@ void tuner_end_slow_start(DepthTuner *t, uint64_t now) {
         if (t->mode == TUNER_SLOW_START)
                 end_slow_start(t, t->round_prev_depth, now);
 }
+
+/* An equal share of the depth the tuner started at, with @others beside it. */
+static unsigned start_share(const DepthTuner *t, unsigned others) {
+        return tuner_clamp_depth(t, DIV_ROUND_UP(t->start_depth, others + 1));
+}
+
+void tuner_start_share(DepthTuner *t, unsigned siblings) {
+        if (t->mode != TUNER_SLOW_START || t->start_completions > 0 || siblings == 0)
+                return;
+        t->depth = t->round_depth = t->round_prev_depth = start_share(t, siblings);
+}
+
+void tuner_slow_start_siblings(DepthTuner *t, unsigned readers, uint64_t now) {
+        unsigned share = start_share(t, readers);
+
+        if (t->mode != TUNER_SLOW_START || t->start_shared)
+                return;
+        t->start_shared = true;
+        if (t->depth <= share)
+                return;
+        /* A new round from the share: it doubles from there while that pays. */
+        t->depth = t->round_depth = t->round_prev_depth = share;
+        t->changes++;
+        t->round_completions = 0;
+        t->round_rate = 0;
+        t->round_min_usec = UINT64_MAX;
+}

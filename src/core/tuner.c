@@ -74,7 +74,7 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
         for (unsigned i = 0; i < TUNER_WINDOW_SECONDS; i++)
                 t->seconds[i].min_latency_usec = UINT64_MAX;
         t->depth = tuner_clamp_depth(t, start);
-        t->round_depth = t->round_prev_depth = t->depth;
+        t->round_depth = t->round_prev_depth = t->start_depth = t->depth;
         if (t->depth == t->max) /* nothing to start slowly towards */
                 t->mode = TUNER_STARTUP;
         tuner_new_epoch(t, now_usec);
@@ -124,8 +124,10 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
                                 : TUNER_SAMPLE_USEC;
 
         t->readers = readers;
-        if (readers > 0)
+        if (readers > 0) {
                 tuner_base_doubted(t, true, now_usec);
+                tuner_slow_start_siblings(t, readers, now_usec);
+        }
         if (queued > 0 && t->queueing)
                 t->shared_usec = now_usec;
         /* A sample counts for the epoch's window if most of it falls inside. */

@@ -16,9 +16,13 @@
  *    more for each cold read that completes, so the depth doubles every round of reads, until
  *    a round does not pay: its first reads' smallest latency stands more than the target
  *    (rule 2) over the smallest seen (reads have begun to queue), or its throughput grew by
- *    less than a quarter. Then the epochs take over from the depth the round before began
- *    with. Each epoch first lets the reads already in flight drain (one mean latency), then
- *    measures over a window of a few latencies and at least one full turn of the queue:
+ *    less than a quarter. Beside other hydrators on the host it starts from an equal share of
+ *    the depth (of those running as it starts, tuner_start_share(); once more, of those the
+ *    first sample shows reading): sixteen started together behind one cap at 32 reads each
+ *    queued 4-6 s of reads in front of each other's first ones, the mappings' included. Then
+ *    the epochs take over from the depth the round before began with. Each epoch first lets
+ *    the reads already in flight drain (one mean latency), then measures over a window of a
+ *    few latencies and at least one full turn of the queue:
  *      STARTUP  depth x 1.5 per epoch while the step pays; then CRUISE at the knee
  *      CRUISE   hold for TUNER_CRUISE_EPOCHS (twice as long after each probe up that did not
  *               pay, up to TUNER_CRUISE_EPOCHS_MAX), then probe: up, or down (alternately)
@@ -300,6 +304,8 @@ typedef struct DepthTuner {
         bool slow_confirmed;         /* ... and found it right: the slowness is a queue */
 
         /* slow start: the round of reads under way */
+        unsigned start_depth;       /* the depth the tuner started at (tuner_init()) */
+        bool start_shared;          /* the siblings' share of it was taken */
         unsigned round_depth;       /* the depth when it began: its length in completions */
         unsigned round_prev_depth;  /* ... and the round before's */
         unsigned round_completions; /* cold completions in it so far */
@@ -376,6 +382,13 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
  */
 void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
                     uint64_t now_usec);
+/*
+ * tuner_start_share() - before the first read: @siblings other hydrators on the host are
+ * running. The slow start begins at an equal share of the depth it would start at (they may
+ * share a cap with us: sixteen starting at 32 each queued 4-6 s of reads at one 125 MiB/s cap
+ * on the rig); it doubles from there each round while that pays.
+ */
+void tuner_start_share(DepthTuner *t, unsigned siblings);
 /* tuner_queueing() - our reads queued in the last epoch (for the siblings: siblings.h). */
 bool tuner_queueing(const DepthTuner *t);
 /* tuner_pace() - bytes/s to read at most while yielding; 0 = no pace. */

@@ -240,6 +240,11 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
                          0);
         assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
         assert_int_equal(neighbours_count(n), 2);
+        /* Before the first sample, for the depth a start shares (tuner_start_share()): the
+         * sibling is there; no sample has read it yet. */
+        assert_int_equal(neighbours_live_siblings(n, now), 1);
+        assert_int_equal(neighbours_siblings(n), 0);
+        assert_int_equal(neighbours_live_siblings(NULL, now), 0);
         for (unsigned i = 0; i < 30; i++) {
                 now += 100 * USEC_PER_MSEC;
                 read += 12 * MiB;  /* the sibling on loop991 */
@@ -277,6 +282,7 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
                 neighbours_sample(n, now, NULL, &nb);
         }
         assert_int_equal(neighbours_siblings(n), 0);
+        assert_int_equal(neighbours_live_siblings(n, now), 0);
         assert_true(nb.siblings == 0);
         assert_int_equal(nb.readers, 0);
         assert_true(nb.sibling_bytes == 0);
