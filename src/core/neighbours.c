@@ -268,7 +268,7 @@ unsigned neighbours_live_siblings(const Neighbours *n, uint64_t now_usec) {
         unsigned k = 0;
 
         for (unsigned i = 0; n && i < n->n; i++) {
-                SiblingView v;
+                SiblingView v = {0};
 
                 k += n->items[i].sibling && sibling_read(n->items[i].sibling, now_usec, &v);
         }

@@ -38,6 +38,9 @@ void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t 
 
         if (t->tainted) /* the owner could not keep the depth: this says nothing */
                 return;
+        /* Sent before a cut to the siblings' share: at the old depth, behind the old queue. */
+        if (now - MIN(latency, now) < t->start_cut_usec)
+                return;
         if (t->round_completions == 0) {
                 t->round_start_usec = now;
                 t->round_bytes = 0;
@@ -109,22 +112,34 @@ static unsigned start_share(const DepthTuner *t, unsigned others) {
 }
 
 void tuner_start_share(DepthTuner *t, unsigned siblings) {
-        if (t->mode != TUNER_SLOW_START || t->start_completions > 0 || siblings == 0)
+        unsigned share;
+
+        /* Before any read only: a start at the maximum (a device that holds fewer than 32)
+         * has room to start slowly from a share too. */
+        if (t->fixed || siblings == 0 || t->start_completions > 0 || t->completions > 0 ||
+            (t->mode != TUNER_SLOW_START && t->mode != TUNER_STARTUP))
                 return;
-        t->depth = t->round_depth = t->round_prev_depth = start_share(t, siblings);
+        share = start_share(t, siblings);
+        if (share >= t->depth)
+                return;
+        t->depth = t->round_depth = t->round_prev_depth = share;
+        t->mode = TUNER_SLOW_START;
 }
 
 void tuner_slow_start_siblings(DepthTuner *t, unsigned readers, uint64_t now) {
         unsigned share = start_share(t, readers);
 
-        if (t->mode != TUNER_SLOW_START || t->start_shared)
+        /* Once in the tuner's life: a climb restarted after a yield keeps its depth. */
+        if (t->start_shared)
                 return;
         t->start_shared = true;
-        if (t->depth <= share)
+        if (t->mode != TUNER_SLOW_START || t->depth <= share)
                 return;
-        /* A new round from the share: it doubles from there while that pays. */
+        /* A new round from the share, of the reads sent from now on: it doubles from there
+         * while that pays. */
         t->depth = t->round_depth = t->round_prev_depth = share;
         t->changes++;
+        t->start_cut_usec = now;
         t->round_completions = 0;
         t->round_rate = 0;
         t->round_min_usec = UINT64_MAX;

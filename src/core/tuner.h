@@ -305,7 +305,8 @@ typedef struct DepthTuner {
 
         /* slow start: the round of reads under way */
         unsigned start_depth;       /* the depth the tuner started at (tuner_init()) */
-        bool start_shared;          /* the siblings' share of it was taken */
+        bool start_shared;          /* siblings were seen reading (the cut, once) */
+        uint64_t start_cut_usec;    /* when the slow start was cut to their share; 0 never */
         unsigned round_depth;       /* the depth when it began: its length in completions */
         unsigned round_prev_depth;  /* ... and the round before's */
         unsigned round_completions; /* cold completions in it so far */

@@ -231,7 +231,7 @@ static void test_siblings_replaced_and_left_alone(void **state) {
  * beside it with a reader that is nobody's is one. */
 static void test_siblings_neighbours_subtract_their_reads(void **state) {
         Fixture *f = *state;
-        SiblingPub *p = NULL;
+        SiblingPub *p = NULL, *self = NULL;
         Neighbours *n = NULL;
         NeighbourFigures nb;
         uint64_t now = SEC, read = 0, theirs = 0;
@@ -241,10 +241,13 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
         assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
         assert_int_equal(neighbours_count(n), 2);
         /* Before the first sample, for the depth a start shares (tuner_start_share()): the
-         * sibling is there; no sample has read it yet. */
+         * sibling is there; no sample has read it yet; our own publication is not one. */
+        assert_int_equal(
+                sibling_pub_new(&self, f->run_fd, "loop990", makedev(7, 990), NULL, 0, now), 0);
         assert_int_equal(neighbours_live_siblings(n, now), 1);
         assert_int_equal(neighbours_siblings(n), 0);
         assert_int_equal(neighbours_live_siblings(NULL, now), 0);
+        self = sibling_pub_free(self);
         for (unsigned i = 0; i < 30; i++) {
                 now += 100 * USEC_PER_MSEC;
                 read += 12 * MiB;  /* the sibling on loop991 */

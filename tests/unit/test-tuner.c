@@ -1097,7 +1097,7 @@ static void test_tuner_sixteen_siblings_fill_the_cap(void **state) {
 
 static void test_tuner_start_share_of_the_siblings(void **state) {
         /* Siblings running as we start: the slow start begins at an equal share of its 32
-         * reads, within the bounds; once reads completed, nothing changes any more. */
+         * reads, within the bounds; once a read completed, nothing changes any more. */
         DepthTuner t;
         uint64_t now = 0;
 
@@ -1111,20 +1111,51 @@ static void test_tuner_start_share_of_the_siblings(void **state) {
         tuner_init(&t, 4, 32, 256, now);
         tuner_start_share(&t, 0);
         assert_int_equal(t.depth, 32);
+        tuner_init(&t, 4, 32, 256, now);
+        tuner_complete(&t, MiB, 90 * MSEC, now + 90 * MSEC);
+        tuner_start_share(&t, 3);
+        assert_int_equal(t.depth, 33);
+        /* A device that holds fewer than 32 starts at its maximum, with no slow start; beside
+         * siblings, it starts slowly from a share of that. */
+        tuner_init(&t, 4, 32, 24, now);
+        assert_int_equal(t.mode, TUNER_STARTUP);
+        tuner_start_share(&t, 3);
+        assert_int_equal(t.depth, 6);
+        assert_int_equal(t.mode, TUNER_SLOW_START);
+        tuner_fixed(&t, 32, now);
+        tuner_start_share(&t, 3);
+        assert_int_equal(t.depth, 32);
 
-        /* Siblings seen reading at a sample, in the slow start: a new round from the share,
-         * once; it doubles from there while that pays, and later samples cut nothing. */
+        /* Siblings seen reading at a sample, in the slow start: a new round from the share of
+         * the reads sent from then on (those sent before, at 32, complete without a word),
+         * once; it doubles from there while that pays, and back to the share if it does not. */
         tuner_init(&t, 4, 32, 256, now);
         tuner_complete(&t, MiB, 90 * MSEC, now += 90 * MSEC);
         tuner_siblings(&t, 3, 0, 0, now);
         assert_int_equal(t.depth, 8);
+        assert_int_equal(t.round_prev_depth, 8);
         assert_int_equal(t.mode, TUNER_SLOW_START);
+        for (unsigned i = 0; i < 31; i++)
+                tuner_complete(&t, MiB, 90 * MSEC + i * MSEC, now + i * MSEC);
+        assert_int_equal(t.depth, 8);
+        now += 90 * MSEC;
         for (unsigned i = 0; i < 8; i++)
                 tuner_complete(&t, MiB, 90 * MSEC, now += MSEC);
         assert_int_equal(t.depth, 16);
         assert_int_equal(t.mode, TUNER_SLOW_START);
         tuner_siblings(&t, 7, 0, 0, now);
         assert_int_equal(t.depth, 16);
+
+        /* Seen first outside the slow start: a climb that starts again after a yield is not
+         * cut later. */
+        tuner_init(&t, 4, 32, 32, now);
+        assert_int_equal(t.mode, TUNER_STARTUP);
+        tuner_siblings(&t, 3, 0, 0, now);
+        assert_int_equal(t.depth, 32);
+        (void)tuner_restart_climb(&t, now);
+        assert_int_equal(t.mode, TUNER_SLOW_START);
+        tuner_siblings(&t, 3, 0, 0, now);
+        assert_int_equal(t.depth, 32);
 }
 
 static void test_tuner_sixteen_start_with_a_short_queue(void **state) {
