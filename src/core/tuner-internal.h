@@ -29,6 +29,8 @@ void tuner_slow_start(DepthTuner *t, uint64_t bytes, uint64_t latency, uint64_t 
 /* Other hydrators on the host read (@readers of them), seen for the first time: a slow start
  * deeper than an equal share of the depth it started at begins a new round there (once). */
 void tuner_slow_start_siblings(DepthTuner *t, unsigned readers, uint64_t now);
+/* A slow start's round begins afresh at @depth, as its first: nothing counted before it. */
+void tuner_new_round(DepthTuner *t, unsigned depth);
 /* Ends the slow start: back to the depth of the last round that paid, in STARTUP. */
 void tuner_end_slow_start(DepthTuner *t, uint64_t now);
 /* No probe is under way any more: its flags are cleared (a relearn, a restart). */

@@ -106,6 +106,14 @@ void tuner_end_slow_start(DepthTuner *t, uint64_t now) {
                 end_slow_start(t, t->round_prev_depth, now);
 }
 
+void tuner_new_round(DepthTuner *t, unsigned depth) {
+        t->round_depth = t->round_prev_depth = depth;
+        t->round_completions = 0;
+        t->round_min_usec = UINT64_MAX;
+        t->round_rate = 0;
+        t->start_completions = 0;
+}
+
 /* An equal share of the depth the tuner started at, with @others beside it. */
 static unsigned start_share(const DepthTuner *t, unsigned others) {
         return tuner_clamp_depth(t, DIV_ROUND_UP(t->start_depth, others + 1));
@@ -122,7 +130,8 @@ void tuner_start_share(DepthTuner *t, unsigned siblings) {
         share = start_share(t, siblings);
         if (share >= t->depth)
                 return;
-        t->depth = t->round_depth = t->round_prev_depth = share;
+        t->depth = share;
+        tuner_new_round(t, share);
         t->mode = TUNER_SLOW_START;
 }
 
@@ -136,11 +145,9 @@ void tuner_slow_start_siblings(DepthTuner *t, unsigned readers, uint64_t now) {
         if (t->mode != TUNER_SLOW_START || t->depth <= share)
                 return;
         /* A new round from the share, of the reads sent from now on: it doubles from there
-         * while that pays. */
-        t->depth = t->round_depth = t->round_prev_depth = share;
+         * while that pays, judged by them alone (the first round's rule too). */
+        t->depth = share;
         t->changes++;
         t->start_cut_usec = now;
-        t->round_completions = 0;
-        t->round_rate = 0;
-        t->round_min_usec = UINT64_MAX;
+        tuner_new_round(t, share);
 }

@@ -527,11 +527,8 @@ bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         tuner_new_epoch(t, now);
         if (t->fixed)
                 return tuner_set_depth(t, t->max, TUNER_CRUISE);
-        t->round_depth = t->round_prev_depth = MAX(t->depth, t->min);
-        t->round_completions = 0;
-        t->round_min_usec = UINT64_MAX;
-        t->round_rate = 0;
-        t->start_completions = 0; /* what came before the yield says nothing of the device now */
+        /* what came before the yield says nothing of the device now */
+        tuner_new_round(t, MAX(t->depth, t->min));
         if (tuner_base_latency(t) > 0)
                 t->start_min_usec = tuner_base_latency(t);
         return tuner_set_depth(t, tuner_clamp_depth(t, t->depth), TUNER_SLOW_START);

@@ -1146,6 +1146,19 @@ static void test_tuner_start_share_of_the_siblings(void **state) {
         tuner_siblings(&t, 7, 0, 0, now);
         assert_int_equal(t.depth, 16);
 
+        /* After the cut, the first round's rule judges the reads sent since alone: one that
+         * waited behind the old queue does not end the slow start on what was counted before
+         * (one read in 4 s, "served" at 0.25 MiB/s). */
+        tuner_init(&t, 4, 32, 256, now = 0);
+        tuner_complete(&t, MiB, 90 * MSEC, now += 90 * MSEC);
+        tuner_siblings(&t, 3, 0, 0, now += 10 * MSEC);
+        for (unsigned i = 0; i < 31; i++)
+                tuner_complete(&t, MiB, 3950 * MSEC, now + 3900 * MSEC);
+        now += 4100 * MSEC;
+        tuner_complete(&t, MiB, 200 * MSEC, now);
+        assert_int_equal(t.mode, TUNER_SLOW_START);
+        assert_int_equal(t.depth, 9);
+
         /* Seen first outside the slow start: a climb that starts again after a yield is not
          * cut later. */
         tuner_init(&t, 4, 32, 32, now);
