@@ -259,11 +259,16 @@ void activity_rebase(Activity *a, const DiskStat *st, uint64_t ours) {
         a->last_ours = ours;
 }
 
-void activity_restart_window(Activity *a) {
+void activity_forget_reads(Activity *a) {
+        int64_t level;
+
         if (!a->primed || a->n_steps == 0)
                 return;
-        a->window_theirs = a->steps[a->n_steps - 1].theirs;
-        a->n_steps = 0;
+        /* every level in the window the last one: no growth in it */
+        level = a->steps[a->n_steps - 1].theirs;
+        a->window_theirs = level;
+        for (unsigned i = 0; i < a->n_steps; i++)
+                a->steps[i].theirs = level;
 }
 
 double activity_cost(const ActivityFigures *f) {

@@ -109,9 +109,10 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
  * happened since the last sample is nobody's (a sibling found just now read it). */
 void activity_rebase(Activity *a, const DiskStat *st, uint64_t ours);
 
-/* activity_restart_window() - the figures of the next samples are of what happens from now on:
- * what the disk did before is nobody's (its counts go on, so that nothing is counted twice). */
-void activity_restart_window(Activity *a);
+/* activity_forget_reads() - the reads of the figures to come are of what the disk reads from now
+ * on: what it read before is nobody's (its counts go on, so that nothing is counted twice). Its
+ * writes stay in the window. */
+void activity_forget_reads(Activity *a);
 
 /* activity_cost() - what others' I/O costs, in bytes/s: reads and writes, each write, flush or
  * discard at ACTIVITY_OP_BYTES more. */

@@ -111,9 +111,10 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         o = ours(h);
         activity_sample(&h->activity, &st, &o, &allowance, now, &f);
         /* While the file systems are mapped, what the disk read is the mapping's (or the probe
-         * that started us): it does not reach the window the yield judges from afterwards. */
+         * that started us): it does not reach the window the yield judges from afterwards. What
+         * others write meanwhile does. */
         if (now < h->mapping_until_usec)
-                activity_restart_window(&h->activity);
+                activity_forget_reads(&h->activity);
         if (++h->activity_samples % (USEC_PER_SEC / ACTIVITY_SAMPLE_USEC) == 0)
                 log_debug("%s: the last second: ours %.1f MiB/s; others on the disk %.2f MiB/s "
                           "read, %.2f written in %.0f operations; beside it %.2f MiB/s of cost "
@@ -232,13 +233,16 @@ uint64_t hydrator_bytes_read(const Hydrator *h) {
 
 void hydrator_publish_reads(Hydrator *h) {
         ActivityOurs o;
+        uint64_t now;
 
         if (!h->publication) /* no siblings' directory: nothing to tell, at every flush */
                 return;
         o = ours(h);
 
-        sibling_pub_reads(h->publication, &o, hydrator_now_usec());
+        now = hydrator_now_usec();
+        sibling_pub_reads(h->publication, &o, now);
         sibling_pub_queueing(h->publication, tuner_queueing(&h->tuner));
+        sibling_pub_mapping(h->publication, now < h->mapping_until_usec);
 }
 
 void hydrator_on_flushed(Reader *r, void *userdata) {

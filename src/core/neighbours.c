@@ -235,6 +235,12 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                 if (x->fresh && x->activity.primed && ours.bytes > x->activity.last_ours)
                         ret->sibling_bytes += (double)(ours.bytes - x->activity.last_ours);
                 activity_sample(&x->activity, &st, &ours, &allowance, now_usec, &f);
+                /* A sibling still mapping: its disk's reads are the mapping's (siblings.h), now
+                 * and in the window judged once it is done; writes are someone's. */
+                if (x->fresh && x->view.mapping) {
+                        activity_forget_reads(&x->activity);
+                        f.reads = 0;
+                }
                 cost = activity_cost(&f);
                 if (x->fresh && now_usec - x->found_usec < NEIGHBOURS_SIBLING_START_USEC)
                         cost = 0;

@@ -15,7 +15,7 @@
 #include "siblings.h"
 #include "util.h"
 
-#define SIBLING_MAGIC "EBSHIO3" /* with its NUL, 8 bytes; the 3 is the layout's version */
+#define SIBLING_MAGIC "EBSHIO4" /* with its NUL, 8 bytes; the 4 is the layout's version */
 
 /* The file, as mapped. Counters are stored and loaded whole (8-byte aligned, relaxed atomics):
  * a reader never sees half of one. */
@@ -35,6 +35,7 @@ typedef struct Page {
         _Atomic uint64_t saves;
         _Atomic uint64_t save_bytes;
         _Atomic uint64_t queueing; /* 1: its reads queue (tuner_queueing()) */
+        _Atomic uint64_t mapping;  /* 1: it maps its file systems */
 } Page;
 
 struct SiblingPub {
@@ -194,6 +195,11 @@ void sibling_pub_queueing(SiblingPub *p, bool queueing) {
                 atomic_store_explicit(&p->page->queueing, queueing, memory_order_relaxed);
 }
 
+void sibling_pub_mapping(SiblingPub *p, bool mapping) {
+        if (p)
+                atomic_store_explicit(&p->page->mapping, mapping, memory_order_relaxed);
+}
+
 int sibling_open(Sibling **ret, int runtime_fd, const char *kernel_name, dev_t disk) {
         _cleanup_close_ int dir_fd = -1, fd = -1;
         char name[KERNEL_NAME_MAX + sizeof(SIBLING_SUFFIX)];
@@ -298,6 +304,8 @@ bool sibling_read(const Sibling *s, uint64_t now_usec, SiblingView *ret) {
                         atomic_load_explicit(&((Page *)s->page)->save_bytes, memory_order_relaxed),
                 .queueing = atomic_load_explicit(&((Page *)s->page)->queueing,
                                                  memory_order_relaxed) == 1,
+                .mapping = atomic_load_explicit(&((Page *)s->page)->mapping,
+                                                memory_order_relaxed) == 1,
                 .n_state_disks = MIN(s->page->n_state_disks, (unsigned)SIBLING_STATE_DISKS),
         };
         for (unsigned i = 0; i < ret->n_state_disks; i++)

@@ -5,9 +5,12 @@
  * runtime directory's io/ subdirectory, named after its disk and mapped shared, and updates it
  * in place with plain stores: the bytes its reads completed and those it holds in flight, a
  * heartbeat, the disks its checkpoints land on, a count of its saves (odd while one is under
- * way) and whether its reads queue. A neighbour's hydrator then reads that disk's counters as we
- * read our own: its reads are subtracted, and the writes of a save are nobody's workload; and
- * when both see their reads queue, the queue is likely one cap's, which they share equally.
+ * way), whether its reads queue and whether it still maps its file systems. A neighbour's
+ * hydrator then reads that disk's counters as we read our own: its reads are subtracted, and the
+ * writes of a save are nobody's workload; while it maps, the disk's reads are the mapping's, as
+ * our own are to us (the mapping's reads are counted when sent, the disk's when done: apart by
+ * seconds behind a cap); and when both see their reads queue, the queue is likely one cap's,
+ * which they share equally.
  *
  * A file is believed only if it is a regular file of the right size and magic, owned by us or
  * root (the runtime directory is the service user's: nobody else can plant one), names the
@@ -35,6 +38,7 @@ typedef struct SiblingView {
         uint64_t saves;                         /* +1 when a save begins, +1 when it ends */
         uint64_t save_bytes;                    /* the size of its state file */
         bool queueing;                          /* its reads queue, as its tuner measures */
+        bool mapping;                           /* it maps its file systems */
         dev_t state_disks[SIBLING_STATE_DISKS]; /* 0-terminated; none known: every disk */
         unsigned n_state_disks;
 } SiblingView;
@@ -58,6 +62,9 @@ void sibling_pub_reads(SiblingPub *p, const ActivityOurs *o, uint64_t now_usec);
 /* sibling_pub_queueing() - whether our reads queue now (tuner_queueing()): a sibling that sees
  * its own reads queue too shares the queue with us, and takes its share of it, no more. */
 void sibling_pub_queueing(SiblingPub *p, bool queueing);
+/* sibling_pub_mapping() - whether we map our file systems now: while we do, a neighbour takes
+ * our disk's reads for the mapping's, as we do (hydrator-activity.c). */
+void sibling_pub_mapping(SiblingPub *p, bool mapping);
 /* sibling_pub_save() - a save of a state file of @bytes begins (@begin) or ends. */
 void sibling_pub_save(SiblingPub *p, bool begin, uint64_t bytes);
 

@@ -297,6 +297,31 @@ static void test_activity_sees_any_write(void **state) {
         assert_true(f.writes == 0 && f.write_ops == 0);
 }
 
+/* Reads forgotten (a mapping's): gone from the figures at once and after, as if never read;
+ * writes of the same second stay; reads after it count. */
+static void test_activity_forget_reads(void **state) {
+        Disk d = with_reads_in_flight(24);
+        ActivityFigures f;
+
+        step(&d, 0, 0, 0, &f);
+        for (int i = 0; i < 20; i++)
+                step(&d, 12 * MiB, 0, 0, &f);
+        for (int i = 0; i < 5; i++)
+                step(&d, 12 * MiB, 200 * 16384, 10, &f);
+        assert_true(f.reads > MiB);
+        activity_forget_reads(&d.a);
+        for (int i = 0; i < ACTIVITY_RATE_SAMPLES - 5; i++) {
+                step(&d, 12 * MiB, 0, 0, &f);
+                assert_true(f.reads == 0);
+                assert_true(close_to(f.write_ops, 50) && close_to(f.writes, 50.0 * 4096));
+        }
+        /* the same reads again count as before */
+        for (int i = 0; i < 2 * ACTIVITY_RATE_SAMPLES; i++)
+                step(&d, 12 * MiB, 200 * 16384, 0, &f);
+        assert_true(f.reads > 0.98 * 2000 * 16384 - ACTIVITY_READ_SLACK &&
+                    f.reads < 1.01 * 2000 * 16384);
+}
+
 static void test_activity_first_samples_are_no_burst(void **state) {
         /* A journal's commit a second (a write and a flush) seen in the first 100 ms after the
          * start: two operations a second, not twenty. */
@@ -423,6 +448,7 @@ int main(void) {
                 cmocka_unit_test(test_activity_split_changes),
                 cmocka_unit_test(test_activity_sibling_in_flight),
                 cmocka_unit_test(test_activity_sees_any_write),
+                cmocka_unit_test(test_activity_forget_reads),
                 cmocka_unit_test(test_activity_first_samples_are_no_burst),
                 cmocka_unit_test(test_activity_allowance),
                 cmocka_unit_test(test_activity_counters_going_back),

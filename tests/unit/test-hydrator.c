@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -24,6 +26,7 @@
 #include "fixtures.h"
 #include "hydrator.h"
 #include "reader.h"
+#include "siblings.h"
 #include "util.h" /* USEC_PER_SEC, USEC_PER_MSEC */
 
 #define KIB UINT64_C(1024)
@@ -823,8 +826,21 @@ static void test_hydrator_yield_pace_late_timers(void **state) {
 static void mapping_reads(Fixture *f, bool after) {
         uint64_t disk = 0, theirs = 0;
         bool mapped = false, yielded = false;
+        _cleanup_free_ char *run = fixture_tmpdir("test-hydrator-run");
+        _cleanup_close_ int run_fd = -1, null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        Sibling *sibling = NULL;
+        SiblingView view = {0};
 
+        /* published for the hydrators beside it (siblings.h): a device node, a runtime dir */
+        assert_non_null(run);
+        assert_int_equal(chmod(run, 0755), 0);
+        run_fd = open(run, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(run_fd >= 0 && null_fd >= 0);
         new_watched(f);
+        f->dev.fd = null_fd;
+        assert_int_equal(hydrator_share(f->h, f->dir, run_fd), 0);
+        f->dev.fd = -1;
+        assert_int_equal(sibling_open(&sibling, run_fd, "fake0", makedev(1, 3)), 0);
         assert_int_equal(hydrator_set_layout(f->h, NULL, NULL, 0, PLAN_STAGE_METADATA), 0);
         assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
         write_disk_stat(f, 0, reader->n_in_flight);
@@ -848,8 +864,19 @@ static void mapping_reads(Fixture *f, bool after) {
                 if (mapped && t < T0 + 4 * USEC_PER_SEC + HYDRATOR_MAPPING_SETTLE_USEC)
                         assert_false(status(f).yielding);
                 yielded = yielded || status(f).yielding;
+                /* and says so to its siblings, until the settling time is over */
+                if ((t - T0) % (100 * USEC_PER_MSEC) == 0) {
+                        assert_true(sibling_read(sibling, t, &view));
+                        assert_true(view.mapping ==
+                                    (t < T0 + 4 * USEC_PER_SEC + HYDRATOR_MAPPING_SETTLE_USEC));
+                }
         }
         assert_true(mapped);
+        sibling_free(sibling);
+        hydrator_free(f->h); /* unpublished */
+        f->h = NULL;
+        assert_int_equal(faccessat(run_fd, "io/fake0.io", F_OK, 0), -1);
+        rm_rf(run);
         /* the same reads after the mapping are a workload; those before it never were */
         assert_true(yielded == after);
 }

@@ -324,6 +324,76 @@ static void test_siblings_start_up_is_not_a_workload(void **state) {
         sibling_pub_free(p);
 }
 
+/* One sample of a sibling on loop991 reading @step MiB told and done, and @gap MiB more told
+ * (sent: the mapping's reads count then) that its disk completes only @late samples later. */
+typedef struct Mapper {
+        uint64_t told, done, writes, late[16];
+        unsigned t;
+} Mapper;
+
+static void mapper_sample(Fixture *f, SiblingPub *p, Neighbours *n, Mapper *m, uint64_t now,
+                          uint64_t step, uint64_t gap, unsigned late, NeighbourFigures *nb) {
+        m->told += step + gap;
+        m->done += step + m->late[m->t % 16];
+        m->late[m->t % 16] = 0;
+        m->late[(m->t + late) % 16] += gap;
+        m->t++;
+        write_stat(f, "loop991", m->done, m->writes, 4);
+        publish(p, m->told * MiB, 4, now);
+        neighbours_sample(n, now, NULL, nb);
+}
+
+/* A sibling mapping its file systems: the reads it tells of are counted as sent and its disk
+ * completes them 800 ms later (behind a cap, with readahead), which would look like a second
+ * of someone's reads; while it says it maps, its disk's reads are not a workload, its writes
+ * are; once done, the same would count. */
+static void test_siblings_mapping_reads_are_not_a_workload(void **state) {
+        Fixture *f = *state;
+        SiblingPub *p = NULL;
+        Sibling *s = NULL;
+        SiblingView v = {0};
+        Neighbours *n = NULL;
+        NeighbourFigures nb;
+        Mapper m = {0};
+        uint64_t now = SEC;
+        double most = 0;
+
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), NULL, 0, now),
+                         0);
+        sibling_pub_mapping(p, true);
+        assert_int_equal(sibling_open(&s, f->run_fd, "loop991", makedev(7, 991)), 0);
+        assert_true(sibling_read(s, now, &v));
+        assert_true(v.mapping);
+        assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
+        /* past its first seconds (NEIGHBOURS_SIBLING_START_USEC), a late 3 MiB every 2 s */
+        for (unsigned i = 0; i < 80; i++) {
+                now += 100 * USEC_PER_MSEC;
+                mapper_sample(f, p, n, &m, now, 1, i % 20 == 0 ? 3 : 0, 8, &nb);
+                assert_true(nb.cost == 0);
+        }
+        /* a workload writing on its disk meanwhile: 50 writes of 4 KiB a sample */
+        for (unsigned i = 0; i < 10; i++) {
+                now += 100 * USEC_PER_MSEC;
+                m.writes += 50;
+                mapper_sample(f, p, n, &m, now, 1, 0, 8, &nb);
+        }
+        assert_true(nb.cost >= 500.0 * (ACTIVITY_OP_BYTES + 4096));
+        /* Mapped: the same late reads are someone's now (what tells the mapping's apart). */
+        sibling_pub_mapping(p, false);
+        assert_true(sibling_read(s, now, &v));
+        assert_false(v.mapping);
+        for (unsigned i = 0; i < 40; i++) {
+                now += 100 * USEC_PER_MSEC;
+                mapper_sample(f, p, n, &m, now, 1, i == 15 ? 3 : 0, 8, &nb);
+                if (i >= 15)
+                        most = MAX(most, nb.cost);
+        }
+        assert_true(most > 2.0 * MiB);
+        neighbours_free(n);
+        sibling_free(s);
+        sibling_pub_free(p);
+}
+
 /* A sibling that starts after us: its reads are its own from the first, not a workload for the
  * seconds until the next scan. */
 static void test_siblings_found_when_their_disk_reads(void **state) {
@@ -426,6 +496,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_siblings_start_up_is_not_a_workload, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_neighbours_subtract_their_reads,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_mapping_reads_are_not_a_workload,
                                                 setup, teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_found_when_their_disk_reads, setup,
                                                 teardown),
