@@ -205,6 +205,25 @@ static bool learn_split(Activity *a, const DiskStat *st, const ActivityOurs *our
         return true;
 }
 
+/*
+ * How long a request of the disk has waited at least (ActivityFigures.waited_usec). The
+ * requests in flight at a sample after which none completed are all still in flight: the
+ * oldest of them is as old as the time since that sample, at least. One in flight now after a
+ * sample with none may be new, so the wait counts from now. Any completion starts it again.
+ */
+static uint64_t waited(Activity *a, const DiskStat *st, uint64_t now) {
+        uint64_t done = delta(st->read_ios, a->last.read_ios) +
+                        delta(st->write_ios, a->last.write_ios) +
+                        delta(st->discard_ios, a->last.discard_ios) +
+                        delta(st->flush_ios, a->last.flush_ios);
+
+        if (st->in_flight == 0)
+                a->waiting_usec = 0;
+        else if (done > 0 || a->waiting_usec == 0)
+                a->waiting_usec = now;
+        return a->waiting_usec > 0 ? now - a->waiting_usec : 0;
+}
+
 void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                      const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret) {
         uint64_t disk_bytes, early;
@@ -215,7 +234,8 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                 *a = (Activity){.primed = true,
                                 .last = *st,
                                 .last_ours = ours->bytes,
-                                .last_usec = now_usec};
+                                .last_usec = now_usec,
+                                .waiting_usec = st->in_flight > 0 ? now_usec : 0};
                 a->window_theirs = -(int64_t)counted_early(a, st, ours);
                 return;
         }
@@ -247,6 +267,7 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
         step.theirs = a->excess - (int64_t)early;
         remember(a, &step);
         figures(a, ret);
+        ret->waited_usec = waited(a, st, now_usec);
         a->last = *st;
         a->last_ours = ours->bytes;
         a->last_usec = now_usec;

@@ -62,10 +62,13 @@ typedef struct ActivityAllowance {
 
 /* What others did on a disk over the last second. */
 typedef struct ActivityFigures {
-        double ours;      /* bytes/s of the reads we know of (ours, or the sibling's) */
-        double reads;     /* bytes/s others read */
-        double writes;    /* bytes/s others wrote */
-        double write_ops; /* their writes, flushes and discards, per second */
+        double ours;          /* bytes/s of the reads we know of (ours, or the sibling's) */
+        double reads;         /* bytes/s others read */
+        double writes;        /* bytes/s others wrote */
+        double write_ops;     /* their writes, flushes and discards, per second */
+        uint64_t waited_usec; /* a request on the disk has waited this long at least, and waits
+                               * still: requests in flight at every sample since, none done
+                               * (0: one completed in the last sample, or none in flight) */
 } ActivityFigures;
 
 typedef struct Activity {
@@ -80,6 +83,7 @@ typedef struct Activity {
         unsigned requests_per_read; /* as the disk counted them; 0 not seen yet */
         unsigned seen_split;        /* another number it counted, */
         unsigned seen_other;        /* in so many samples in a row */
+        uint64_t waiting_usec;      /* in flight from this sample on, none done since; 0 none */
 } Activity;
 
 /* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */

@@ -241,6 +241,11 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                         activity_forget_reads(&x->activity);
                         f.reads = 0;
                 }
+                /* What a request waits there: on a sibling's disk its reads are in it. */
+                if (!x->fresh && f.waited_usec > ret->waited_usec) {
+                        ret->waited_usec = f.waited_usec;
+                        snprintf(ret->waiting, sizeof(ret->waiting), "%s", x->name);
+                }
                 cost = activity_cost(&f);
                 if (x->fresh && now_usec - x->found_usec < NEIGHBOURS_SIBLING_START_USEC)
                         cost = 0;

@@ -322,6 +322,56 @@ static void test_activity_forget_reads(void **state) {
                     f.reads < 1.01 * 2000 * 16384);
 }
 
+/* How long a request has waited at least: from the first sample that saw it in flight with
+ * none done since; any completion, or none in flight, starts it again. */
+static void test_activity_waited(void **state) {
+        Disk d = {0};
+        ActivityFigures f;
+
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.waited_usec == 0);
+        /* a workload reading 16 KiB requests, one in flight at each look, all done fast */
+        d.st.in_flight = 1;
+        for (int i = 0; i < 5; i++) {
+                step(&d, 0, 200 * 16384, 0, &f);
+                assert_true(f.waited_usec == 0);
+        }
+        /* one that stops coming back: the sample that sees it is where it began, at the
+         * latest (it may be new: nothing was in flight... here a completion came with it) */
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, ACTIVITY_SAMPLE_USEC);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, 2 * ACTIVITY_SAMPLE_USEC);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, 3 * ACTIVITY_SAMPLE_USEC);
+        /* it completes, and the next one is in flight: from now */
+        step(&d, 0, 16384, 0, &f);
+        assert_true(f.waited_usec == 0);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, ACTIVITY_SAMPLE_USEC);
+        /* a write done counts as much as a read */
+        step(&d, 0, 0, 1, &f);
+        assert_true(f.waited_usec == 0);
+        /* nothing in flight: nothing waits, and one that comes after is new */
+        d.st.in_flight = 0;
+        step(&d, 0, 16384, 0, &f);
+        assert_true(f.waited_usec == 0);
+        step(&d, 0, 0, 0, &f);
+        d.st.in_flight = 1;
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.waited_usec == 0);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, ACTIVITY_SAMPLE_USEC);
+        /* a flush done, or a discard, too */
+        d.st.flush_ios++;
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.waited_usec == 0);
+        step(&d, 0, 0, 0, &f);
+        d.st.discard_ios++;
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.waited_usec == 0);
+}
+
 static void test_activity_first_samples_are_no_burst(void **state) {
         /* A journal's commit a second (a write and a flush) seen in the first 100 ms after the
          * start: two operations a second, not twenty. */
@@ -449,6 +499,7 @@ int main(void) {
                 cmocka_unit_test(test_activity_sibling_in_flight),
                 cmocka_unit_test(test_activity_sees_any_write),
                 cmocka_unit_test(test_activity_forget_reads),
+                cmocka_unit_test(test_activity_waited),
                 cmocka_unit_test(test_activity_first_samples_are_no_burst),
                 cmocka_unit_test(test_activity_allowance),
                 cmocka_unit_test(test_activity_counters_going_back),

@@ -46,6 +46,18 @@ static void write_stat(Fixture *f, const char *name, uint64_t read_mib, uint64_t
         fixture_write(f->root, rel, line);
 }
 
+/* The same with @done requests completed in all (reads; the other writer counts them as 1). */
+static void write_stat_done(Fixture *f, const char *name, uint64_t read_mib, uint64_t done,
+                            uint64_t in_flight) {
+        char rel[64], line[256];
+
+        snprintf(rel, sizeof(rel), "block/%s/stat", name);
+        snprintf(line, sizeof(line),
+                 "%" PRIu64 " 0 %" PRIu64 " 1 0 0 0 1 %" PRIu64 " 1 1 0 0 0 0 0 0\n", done,
+                 read_mib * 2048, in_flight);
+        fixture_write(f->root, rel, line);
+}
+
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof(*f));
         static const char *const disks[] = {"loop990", "loop991", "loop992"};
@@ -294,6 +306,58 @@ static void test_siblings_neighbours_subtract_their_reads(void **state) {
         sibling_pub_free(p);
 }
 
+/* How long a request waits on the disks beside ours (tuner_stalls()): on a disk no sibling
+ * reads, theirs; on a sibling's, its own reads wait there too, and it is not told. */
+static void test_siblings_stalls_beside_us(void **state) {
+        Fixture *f = *state;
+        SiblingPub *p = NULL;
+        Neighbours *n = NULL;
+        NeighbourFigures nb;
+        uint64_t now = SEC, read = 0, done = 0;
+
+        assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), NULL, 0, now),
+                         0);
+        assert_int_equal(neighbours_new(&n, f->root, "loop990", f->run_fd, now), 0);
+        /* The sibling's reads wait behind a cap (none done for a while); a workload on loop992
+         * reads one request at a time, each done within a sample. */
+        for (unsigned i = 0; i < 40; i++) {
+                now += 100 * USEC_PER_MSEC;
+                if (i % 5 == 0)
+                        read += 16 * MiB;
+                done += 200;
+                write_stat_done(f, "loop991", read, 1, 16);
+                write_stat_done(f, "loop992", done * 16 / 1024, done, 1);
+                publish(p, read, 16, now);
+                neighbours_sample(n, now, NULL, &nb);
+                assert_true(nb.waited_usec == 0);
+                assert_string_equal(nb.waiting, "");
+        }
+        /* loop992's request stops coming back: it has waited since the sample that saw it */
+        for (unsigned i = 1; i <= 4; i++) {
+                now += 100 * USEC_PER_MSEC;
+                publish(p, read, 16, now);
+                neighbours_sample(n, now, NULL, &nb);
+                assert_int_equal(nb.waited_usec, i * 100 * USEC_PER_MSEC);
+                assert_string_equal(nb.waiting, "loop992");
+        }
+        /* it is done */
+        now += 100 * USEC_PER_MSEC;
+        done++;
+        write_stat_done(f, "loop992", done * 16 / 1024, done, 0);
+        publish(p, read, 16, now);
+        neighbours_sample(n, now, NULL, &nb);
+        assert_true(nb.waited_usec == 0);
+        /* The sibling stops beating: what waits on its disk is someone's from then on. */
+        for (unsigned i = 0; i < 30; i++) {
+                now += 100 * USEC_PER_MSEC;
+                neighbours_sample(n, now, NULL, &nb);
+        }
+        assert_true(nb.waited_usec >= 2 * SEC);
+        assert_string_equal(nb.waiting, "loop991");
+        neighbours_free(n);
+        sibling_pub_free(p);
+}
+
 /* A sibling starting with us: its disk reads more than it tells of (the mapping of its file
  * systems), and for its first seconds that is not a workload; what goes on after is. */
 static void test_siblings_start_up_is_not_a_workload(void **state) {
@@ -493,6 +557,7 @@ int main(void) {
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_replaced_and_left_alone, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(test_siblings_stalls_beside_us, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_start_up_is_not_a_workload, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_siblings_neighbours_subtract_their_reads,
