@@ -60,6 +60,31 @@ static void log_yield(const Hydrator *h, bool was) {
                          t->cut * 100);
 }
 
+/* A test of stalls beside us began or found them not ours (tuner.h, rule 3). */
+static void log_stalls(const Hydrator *h, TunerQueueTest was, const NeighbourFigures *nb) {
+        const DepthTuner *t = &h->tuner;
+
+        if (t->stall_test == was)
+                return;
+        if (t->stall_test == TUNER_QUEUE_TESTING)
+                log_info("%s: a request on /dev/%s has waited %.0f ms, and others did lately: "
+                         "reading less until they wait no more",
+                         h->dev->path, nb->waiting[0] ? nb->waiting : "?",
+                         (double)nb->waited_usec / USEC_PER_MSEC);
+        else if (t->stall_test == TUNER_QUEUE_IGNORED && t->stall_ours)
+                log_info("%s: requests beside it wait less since it reads less, but still wait "
+                         "after %.0f s: keeping the cut (%.1f MiB/s), no more for a while",
+                         h->dev->path, (double)(2 * TUNER_STALL_TEST_USEC) / USEC_PER_SEC,
+                         t->pace / (1 << 20));
+        else if (t->stall_test == TUNER_QUEUE_IGNORED)
+                log_info("%s: requests beside it still wait %.0f s after reading less: not for "
+                         "us, reading as before",
+                         h->dev->path, (double)TUNER_STALL_TEST_USEC / USEC_PER_SEC);
+        else if (was == TUNER_QUEUE_TESTING)
+                log_debug("%s: the requests beside it wait no more: reading at %.1f MiB/s",
+                          h->dev->path, t->pace / (1 << 20));
+}
+
 /* Our reads, as the disk's counters see them (activity.h). */
 static ActivityOurs ours(const Hydrator *h) {
         uint64_t request = hydrator_request_bytes(h);
@@ -87,6 +112,7 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         ActivityOurs o;
         SaveNews own;
         DiskStat st;
+        TunerQueueTest stall_test;
         bool was;
         int r;
 
@@ -129,10 +155,13 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         if (nb.busiest[0]) /* who cost most lately, for the log */
                 memcpy(h->busiest, nb.busiest, sizeof(h->busiest));
         was = h->tuner.yielding;
+        stall_test = h->tuner.stall_test;
         tuner_siblings(&h->tuner, nb.readers, nb.queued, nb.sibling_bytes, now);
+        tuner_stalls(&h->tuner, nb.waited_usec);
         if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
         log_yield(h, was);
+        log_stalls(h, stall_test, &nb);
         /* Late (the loop was busy): the next look a whole period from now, not at once. */
         (void)hydrator_arm_timer(s,
                                  MAX(usec + ACTIVITY_SAMPLE_USEC, now + ACTIVITY_SAMPLE_USEC / 2));

@@ -240,7 +240,7 @@ void hydrator_log_depth(const Hydrator *h) {
                           "alone), their cost "
                           "%.2f MiB/s on the disk, %.2f beside it; capacity %.1f MiB/s of the "
                           "disk, %.1f of the family%s; now ours %.1f, siblings %.1f; queue "
-                          "test %s",
+                          "test %s; stalls beside it %s (a request waits %.0f ms)",
                           h->state->key, t->pace / (1 << 20), t->cut * 100, t->fair / (1 << 20),
                           t->own_cost / (1 << 20), t->other_cost / (1 << 20),
                           t->cap_own / (1 << 20), t->cap_all / (1 << 20),
@@ -248,7 +248,11 @@ void hydrator_log_depth(const Hydrator *h) {
                           t->now.siblings / (1 << 20),
                           t->queue_test == TUNER_QUEUE_TESTING   ? "under way"
                           : t->queue_test == TUNER_QUEUE_IGNORED ? "found it not ours"
-                                                                 : "none");
+                                                                 : "none",
+                          t->stall_test == TUNER_QUEUE_TESTING   ? "cut for"
+                          : t->stall_test == TUNER_QUEUE_IGNORED ? "found not ours"
+                                                                 : "none",
+                          (double)t->their_wait_usec / USEC_PER_MSEC);
 }
 
 static void note_completion(Hydrator *h) {

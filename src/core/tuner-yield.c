@@ -186,13 +186,19 @@ static unsigned depth_for_pace(const DepthTuner *t, double pace, bool unpaced) {
         double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
                d;
 
-        if (base > 0 && unpaced)
+        /* Stalls beside us that may be ours (test_stalls()): no reads in flight beyond what
+         * the pace needs without a queue, so that one of ours at a cap they wait behind
+         * drains, whatever our latency says; at the climb's base if that is less (a queue
+         * standing since the yield began is in every latency of the yield's). */
+        if (t->stall_short && tuner_base_latency(t) > 0)
+                base = MIN(base, tuner_base_latency(t));
+        if (base > 0 && (unpaced || t->stall_short))
                 latency = (double)(base + tuner_yield_target(base));
         else if (base > 0)
                 latency = CLAMP(latency, (double)(base + tuner_yield_target(base)),
                                 (double)(TUNER_YIELD_LATENCY_MAX * base));
         d = pace * latency / (double)USEC_PER_SEC / request;
-        if (unpaced)
+        if (unpaced || t->stall_short)
                 return tuner_clamp_yield(t, (uint64_t)ceil(d));
         return tuner_clamp_yield(t, (uint64_t)ceil(d * TUNER_YIELD_DEPTH_SLACK) + 1);
 }
@@ -208,6 +214,12 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->pace_scale = 1;
         t->probe_hold_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
+        /* A test of stalls cut short when the yield ended: the capacities it lowered stay
+         * (they were lowered for a harm seen), its short depth goes with the yield, and the
+         * next test starts afresh. */
+        if (t->stall_test == TUNER_QUEUE_TESTING)
+                t->stall_test = TUNER_QUEUE_NONE;
+        t->stall_short = false;
         if (!t->cap_known) {
                 /* What the device can do is not known: grow until reads queue, from the depth
                  * that carries the pace the capacities seen so far leave (they are what was
@@ -296,6 +308,116 @@ static void test_queue(DepthTuner *t, bool queue, uint64_t now) {
         }
 }
 
+/* Stalls beside us in TUNER_STALL_SECONDS of the last three seconds (the current one too). */
+static bool stalls_last(const DepthTuner *t) {
+        unsigned n = 0;
+
+        for (unsigned k = 0; k < 3; k++)
+                n += second_back(t, k) && second_back(t, k)->stalled;
+        return n >= TUNER_STALL_SECONDS;
+}
+
+static void cut_for_stalls(DepthTuner *t, uint64_t now) {
+        lower_capacities(t, TUNER_STALL_STEP * pace_for(t));
+        t->stall_cut_usec = now;
+}
+
+/*
+ * Stalls beside us while we yield (tuner.h, rule 3): a disk only they read, whose requests
+ * wait TUNER_STALL_USEC or more, again and again. A queue of ours behind a cap we share with
+ * them does that, and so does one all the siblings keep, which none of them sees as a queue
+ * (it stands in their latencies from the start) and none can drain alone. Every sibling reads
+ * the same counters, so all act at once: the depth short (depth_for_pace()), and
+ * TUNER_STALL_STEP less pace now and each second they go on. If they stop, or a second's
+ * longest wait falls to half the one that began the test (a queue drains for seconds after
+ * the cut that ends it), they were ours: the capacities stay lowered, the depth short for a
+ * while (hold_stalls()). If neither happens within TUNER_STALL_TEST_USEC (a workload's own
+ * queue, its own volume's cap), they are not ours: all comes back as it was, and stalls are
+ * left alone for TUNER_QUEUE_IGNORE_USEC, twice as long each time they are found not ours
+ * again (up to TUNER_PROBE_WAIT_MAX_USEC), so that a neighbour slow on its own costs little.
+ */
+static void test_stalls(DepthTuner *t, uint64_t now) {
+        bool stalled = t->their_wait_usec >= TUNER_STALL_USEC;
+
+        switch (t->stall_test) {
+        case TUNER_QUEUE_NONE:
+                if (!stalled || !stalls_last(t) || t->pace <= 0)
+                        return;
+                t->stall_test = TUNER_QUEUE_TESTING;
+                t->stall_test_usec = t->stall_seen_usec = t->stall_window_usec = now;
+                t->stall_wait = t->their_wait_usec;
+                t->stall_window_max = 0;
+                t->stall_ours = false;
+                t->stall_short = true;
+                t->stall_cap_own = t->cap_own;
+                t->stall_cap_all = t->cap_all;
+                t->stall_tests++;
+                /* a queue test under way would judge a pace that is not the one it cut */
+                if (t->queue_test == TUNER_QUEUE_TESTING) {
+                        t->queue_test = TUNER_QUEUE_NONE;
+                        t->pace_scale = 1;
+                }
+                t->probing = false;
+                cut_for_stalls(t, now);
+                return;
+        case TUNER_QUEUE_TESTING:
+                if (stalled)
+                        t->stall_seen_usec = now;
+                /* Over each second: the longest wait, against the one that began the test. */
+                t->stall_window_max = MAX(t->stall_window_max, t->their_wait_usec);
+                if (now - t->stall_window_usec >= USEC_PER_SEC) {
+                        t->stall_ours |= t->stall_window_max <= t->stall_wait / 2;
+                        t->stall_window_max = 0;
+                        t->stall_window_usec = now;
+                }
+                if (now - t->stall_seen_usec >= TUNER_STALL_CLEAR_USEC) { /* ours: gone */
+                        t->stall_test = TUNER_QUEUE_NONE;
+                        t->stall_short_usec = now; /* and the depth stays short a while */
+                        t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
+                        t->cap_seen_usec = now;
+                        t->probe_wait_usec = MIN(2 * t->probe_wait_usec, TUNER_PROBE_WAIT_MAX_USEC);
+                        return;
+                }
+                if (!t->stall_ours && now - t->stall_test_usec >= TUNER_STALL_TEST_USEC) {
+                        /* not ours: as before, and left alone twice as long as the last time */
+                        t->cap_own = t->stall_cap_own;
+                        t->cap_all = t->stall_cap_all;
+                        t->stall_short = false;
+                        t->stall_test = TUNER_QUEUE_IGNORED;
+                        t->stall_test_usec = now;
+                        t->stall_ignore_usec =
+                                t->stall_ignore_usec > 0
+                                        ? MIN(2 * t->stall_ignore_usec, TUNER_PROBE_WAIT_MAX_USEC)
+                                        : TUNER_QUEUE_IGNORE_USEC;
+                        return;
+                }
+                if (now - t->stall_test_usec >= 2 * TUNER_STALL_TEST_USEC) {
+                        /* Less by half once, but never gone: ours in part. The cut so far
+                         * stays (and the short depth for a while); no more cuts for them
+                         * for a while, so that what is not ours does not take us down to
+                         * the floor. */
+                        t->stall_test = TUNER_QUEUE_IGNORED;
+                        t->stall_test_usec = t->stall_short_usec = now;
+                        t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
+                        return;
+                }
+                if (stalled && now - t->stall_cut_usec >= USEC_PER_SEC)
+                        cut_for_stalls(t, now);
+                return;
+        case TUNER_QUEUE_IGNORED:
+                if (now - t->stall_test_usec >= t->stall_ignore_usec)
+                        t->stall_test = TUNER_QUEUE_NONE;
+                return;
+        }
+}
+
+/* After stalls found ours, the depth stays short for TUNER_STALL_HOLD_USEC. */
+static void hold_stalls(DepthTuner *t, uint64_t now) {
+        if (t->stall_short && t->stall_test != TUNER_QUEUE_TESTING &&
+            now - t->stall_short_usec >= TUNER_STALL_HOLD_USEC)
+                t->stall_short = false;
+}
+
 /*
  * While yielding: more delivered than believed means more capacity; a queue is tested
  * (test_queue()), or, with no capacity known yet, says what it is (all a saturated device
@@ -321,7 +443,7 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
         if (!t->yield_settled && now - t->yield_start_usec < TUNER_YIELD_SETTLE_USEC)
                 return;
         /* Not while our pace is cut for a test, nor from seconds of before the yield. */
-        if (t->queue_test == TUNER_QUEUE_NONE &&
+        if (t->queue_test == TUNER_QUEUE_NONE && t->stall_test != TUNER_QUEUE_TESTING &&
             now - t->yield_start_usec >= (TUNER_CAPACITY_SECONDS + 1) * USEC_PER_SEC) {
                 double own = 0, all = 0;
                 unsigned n = 0;
@@ -349,8 +471,11 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
                 }
                 return;
         }
-        test_queue(t, queue, now);
-        if (!queue && t->queue_test == TUNER_QUEUE_NONE &&
+        test_stalls(t, now);
+        hold_stalls(t, now);
+        if (t->stall_test != TUNER_QUEUE_TESTING)
+                test_queue(t, queue, now);
+        if (!queue && t->queue_test == TUNER_QUEUE_NONE && t->stall_test != TUNER_QUEUE_TESTING &&
             now - t->cap_seen_usec >= t->probe_wait_usec && t->pace > 0 &&
             t->now.ours >= 0.9 * t->pace) {
                 double grow = 1.0 + TUNER_YIELD_PROBE * (double)dt / (double)USEC_PER_SEC;
@@ -401,6 +526,7 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->own_total = t->now.ours + own_cost;
         sec->all_total = t->now.ours + siblings + own_cost + other_cost;
         sec->siblings = siblings;
+        sec->stalled |= t->their_wait_usec >= TUNER_STALL_USEC;
         sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_base_latency(t),
                               tuner_target(tuner_base_latency(t)));
         if (last_slot(t)->min_latency_usec < sec->min_latency_usec)

@@ -138,6 +138,10 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
         }
 }
 
+void tuner_stalls(DepthTuner *t, uint64_t waited_usec) {
+        t->their_wait_usec = waited_usec;
+}
+
 bool tuner_queueing(const DepthTuner *t) {
         return t->queueing && !t->yielding;
 }

@@ -106,7 +106,20 @@
  *    the capacities are lowered to where the pace
  *    is 10% under the one that queued; if it stays (a busy device's latency grows with load of
  *    any kind; a workload's own queue is there whatever we do), the pace comes back and
- *    queues are left alone for TUNER_QUEUE_IGNORE_USEC.
+ *    queues are left alone for TUNER_QUEUE_IGNORE_USEC. Their own latency is watched too,
+ *    where only they read (tuner_stalls()): a request of theirs that waits TUNER_STALL_USEC
+ *    or more, in TUNER_STALL_SECONDS of the last three seconds, is harm that may be ours
+ *    whatever our reads see (behind a cap we share with siblings, a queue all of us keep is
+ *    in every sibling's latency from the start, and a quarter less of one's pace does not
+ *    drain it). Each sibling sees the same stalls at once, so all act together: the reads
+ *    in flight go down to what the pace needs at the climb's base latency, without slack
+ *    (on the rig, three siblings behind one cap cut to a third of their pace and the stalls
+ *    stayed: they come from the reads waiting at the cap, not from its rate), and the
+ *    capacities are lowered by TUNER_STALL_STEP of the pace at once and each second stalls
+ *    last. None for TUNER_STALL_CLEAR_USEC, or a second's longest wait half the first,
+ *    within TUNER_STALL_TEST_USEC: they were ours, the capacities stay lowered and the depth
+ *    short for TUNER_STALL_HOLD_USEC; else they are not ours: all comes back as it was, and
+ *    stalls are left alone for TUNER_QUEUE_IGNORE_USEC, twice as long each time again.
  *    At the start of a yield the pace is halved until the queue we held before has drained.
  *    Capacities not seen at saturation for TUNER_CAPACITY_TRUST_USEC are believed
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
@@ -186,6 +199,14 @@
 #define TUNER_QUEUE_TEST_SCALE 0.75 /* ... ours if it goes when the pace is a quarter less, */
 #define TUNER_QUEUE_KEEP 0.9        /* ... then the pace 10% under the one that queued; */
 #define TUNER_QUEUE_IGNORE_USEC (30 * USEC_PER_SEC) /* ... not ours: left alone for a while */
+/* A request of theirs on a disk beside ours that no sibling reads waited this long (activity.h):
+ * a stall; ... */
+#define TUNER_STALL_USEC (200 * USEC_PER_MSEC)
+#define TUNER_STALL_SECONDS 2 /* ... in so many of the last three seconds: harm, maybe ours; */
+#define TUNER_STALL_STEP 0.1  /* ... the pace 10% less each second stalls last, */
+#define TUNER_STALL_CLEAR_USEC (3 * USEC_PER_SEC) /* ... ours if none shows for 3 s, */
+#define TUNER_STALL_TEST_USEC (6 * USEC_PER_SEC)  /* ... or less by half within 6 s */
+#define TUNER_STALL_HOLD_USEC (60 * USEC_PER_SEC) /* ... then the depth short for a minute */
 #define TUNER_KNOWN_SECONDS 3       /* a capacity from fewer seconds than this is not known */
 #define TUNER_YIELD_FIRST_SAMPLES 3 /* no yield before three samples of our reads ... */
 #define TUNER_YIELD_EARLY_CUT 0.5   /* ... nor before a second of them, but for a cut of half */
@@ -240,8 +261,9 @@ typedef struct TunerSecond {
         double siblings;           /* what the siblings read */
         uint64_t min_latency_usec; /* the smallest cold latency in it; UINT64_MAX none */
         double own_cost, other_cost;
-        bool queued; /* our reads queued at some sample of it: those totals were all there was */
-        bool used;   /* has samples */
+        bool queued;  /* our reads queued at some sample of it: those totals were all there was */
+        bool stalled; /* a request of theirs beside us stalled in it (tuner_stalls()) */
+        bool used;    /* has samples */
 } TunerSecond;
 
 typedef struct DepthTuner {
@@ -350,12 +372,26 @@ typedef struct DepthTuner {
         uint64_t probe_hold_usec;    /* none known: when growth stopped at a queue; 0 growing */
         uint64_t probe_wait_usec;    /* trust a capacity this long before probing it */
         TunerQueueTest queue_test;
-        uint64_t queue_test_usec; /* when it began */
-        double queue_pace;        /* the pace that queued */
-        bool queue_test_seen;     /* a queue in its second half: not gone at the smaller pace */
-        double pace_scale;        /* 1, or TUNER_QUEUE_TEST_SCALE while testing */
-        bool probing;             /* the capacities grow: probing */
-        unsigned yields;          /* times it started yielding (for the log) */
+        uint64_t queue_test_usec;   /* when it began */
+        double queue_pace;          /* the pace that queued */
+        bool queue_test_seen;       /* a queue in its second half: not gone at the smaller pace */
+        double pace_scale;          /* 1, or TUNER_QUEUE_TEST_SCALE while testing */
+        bool probing;               /* the capacities grow: probing */
+        unsigned yields;            /* times it started yielding (for the log) */
+        uint64_t their_wait_usec;   /* a request beside us has waited so long (tuner_stalls()) */
+        TunerQueueTest stall_test;  /* stalls seen while yielding: ours? */
+        uint64_t stall_test_usec;   /* when it began (or they were found not ours) */
+        uint64_t stall_seen_usec;   /* ... when one showed last */
+        uint64_t stall_cut_usec;    /* ... when the pace was last cut for them */
+        uint64_t stall_wait;        /* ... the wait that began it, usec */
+        uint64_t stall_window_usec; /* ... the second being watched began then, */
+        uint64_t stall_window_max;  /* ... and its longest wait so far */
+        bool stall_ours;            /* ... a second's longest fell to half: ours */
+        bool stall_short;           /* ... reads in flight for the pace at the base latency, */
+        uint64_t stall_short_usec;  /* ... since they were found ours (TUNER_STALL_HOLD_USEC) */
+        uint64_t stall_ignore_usec; /* not ours: left alone this long (0: not yet found so) */
+        double stall_cap_own, stall_cap_all; /* ... the capacities before it */
+        unsigned stall_tests;                /* ... begun (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */
@@ -383,6 +419,12 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
  */
 void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
                     uint64_t now_usec);
+/*
+ * tuner_stalls() - before each tuner_sample(): a request on a disk beside ours that no sibling
+ * reads has waited @waited_usec and still waits (0: none waits; activity.h). Theirs alone: what
+ * such a disk's reads wait is the harm a queue of ours behind a cap we share does them.
+ */
+void tuner_stalls(DepthTuner *t, uint64_t waited_usec);
 /*
  * tuner_start_share() - before the first read: @siblings other hydrators on the host are
  * running. The slow start begins at an equal share of the depth it would start at (they may
