@@ -52,8 +52,8 @@ typedef struct NeighbourFigures {
         unsigned queued;               /* ... and of those, so many whose reads queue */
         double cost;                   /* bytes/s what others' I/O on them costs */
         char busiest[KERNEL_NAME_MAX]; /* the one whose I/O costs most, "" none */
-        uint64_t waited_usec;          /* the longest a request waits now on a disk no sibling
-                                        * reads (ActivityFigures.waited_usec), 0 none */
+        uint64_t waited_usec;          /* the longest a disk no sibling reads has held requests,
+                                        * none completed (ActivityFigures.waited_usec), 0 none */
         char waiting[KERNEL_NAME_MAX]; /* ... on this one, "" none */
 } NeighbourFigures;
 

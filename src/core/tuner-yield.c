@@ -214,9 +214,9 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->pace_scale = 1;
         t->probe_hold_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
-        /* A test of stalls cut short when the yield ended: the capacities it lowered stay
-         * (they were lowered for a harm seen), its short depth goes with the yield, and the
-         * next test starts afresh. */
+        /* A test of stalls cut short when the previous yield ended starts afresh, and its
+         * short depth goes (the capacities it lowered were learned again before this yield:
+         * learn_capacities()). */
         if (t->stall_test == TUNER_QUEUE_TESTING)
                 t->stall_test = TUNER_QUEUE_NONE;
         t->stall_short = false;
