@@ -216,10 +216,12 @@ static uint64_t waited(Activity *a, const DiskStat *st, uint64_t now) {
                         delta(st->write_ios, a->last.write_ios) +
                         delta(st->discard_ios, a->last.discard_ios) +
                         delta(st->flush_ios, a->last.flush_ios);
+        /* counters gone back: another device under the name, whose requests are new */
+        bool replaced = st->read_ios < a->last.read_ios || st->write_ios < a->last.write_ios;
 
         if (st->in_flight == 0)
                 a->waiting_usec = 0;
-        else if (done > 0 || a->waiting_usec == 0)
+        else if (done > 0 || replaced || a->waiting_usec == 0)
                 a->waiting_usec = now;
         return a->waiting_usec > 0 ? now - a->waiting_usec : 0;
 }

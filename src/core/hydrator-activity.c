@@ -71,6 +71,9 @@ static void log_stalls(const Hydrator *h, TunerQueueTest was, const NeighbourFig
                          "reading less until they wait no more",
                          h->dev->path, nb->waiting[0] ? nb->waiting : "?",
                          (double)nb->waited_usec / USEC_PER_MSEC);
+        else if (t->stall_test == TUNER_QUEUE_IGNORED && t->stall_gone)
+                log_info("%s: the requests beside it wait no more: reading at %.1f MiB/s",
+                         h->dev->path, t->pace / (1 << 20));
         else if (t->stall_test == TUNER_QUEUE_IGNORED && t->stall_ours)
                 log_info("%s: requests beside it wait less since it reads less, but still wait "
                          "after %.0f s: keeping the cut (%.1f MiB/s), no more for a while",
@@ -80,9 +83,6 @@ static void log_stalls(const Hydrator *h, TunerQueueTest was, const NeighbourFig
                 log_info("%s: requests beside it still wait %.0f s after reading less: not for "
                          "us, reading as before",
                          h->dev->path, (double)TUNER_STALL_TEST_USEC / USEC_PER_SEC);
-        else if (was == TUNER_QUEUE_TESTING)
-                log_debug("%s: the requests beside it wait no more: reading at %.1f MiB/s",
-                          h->dev->path, t->pace / (1 << 20));
 }
 
 /* Our reads, as the disk's counters see them (activity.h). */

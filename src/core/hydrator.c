@@ -236,23 +236,25 @@ void hydrator_log_depth(const Hydrator *h) {
                   h->reader ? reader_in_flight(h->reader) : 0, t->latency_usec / 1000.0,
                   tuner_base_latency(t) / 1000.0, t->queue_delay_usec / 1000.0);
         if (t->yielding)
-                log_debug("%s: yielding: pace %.1f MiB/s (%.0f%% less than the %.1f we would read "
-                          "alone), their cost "
-                          "%.2f MiB/s on the disk, %.2f beside it; capacity %.1f MiB/s of the "
-                          "disk, %.1f of the family%s; now ours %.1f, siblings %.1f; queue "
-                          "test %s; stalls beside it %s (a request waits %.0f ms)",
-                          h->state->key, t->pace / (1 << 20), t->cut * 100, t->fair / (1 << 20),
-                          t->own_cost / (1 << 20), t->other_cost / (1 << 20),
-                          t->cap_own / (1 << 20), t->cap_all / (1 << 20),
-                          t->cap_known ? "" : " (not known)", t->now.ours / (1 << 20),
-                          t->now.siblings / (1 << 20),
-                          t->queue_test == TUNER_QUEUE_TESTING   ? "under way"
-                          : t->queue_test == TUNER_QUEUE_IGNORED ? "found it not ours"
-                                                                 : "none",
-                          t->stall_test == TUNER_QUEUE_TESTING   ? "cut for"
-                          : t->stall_test == TUNER_QUEUE_IGNORED ? "found not ours"
-                                                                 : "none",
-                          (double)t->their_wait_usec / USEC_PER_MSEC);
+                log_debug(
+                        "%s: yielding: pace %.1f MiB/s (%.0f%% less than the %.1f we would read "
+                        "alone), their cost "
+                        "%.2f MiB/s on the disk, %.2f beside it; capacity %.1f MiB/s of the "
+                        "disk, %.1f of the family%s; now ours %.1f, siblings %.1f; queue "
+                        "test %s; stalls beside it %s (a request waits %.0f ms)",
+                        h->state->key, t->pace / (1 << 20), t->cut * 100, t->fair / (1 << 20),
+                        t->own_cost / (1 << 20), t->other_cost / (1 << 20), t->cap_own / (1 << 20),
+                        t->cap_all / (1 << 20), t->cap_known ? "" : " (not known)",
+                        t->now.ours / (1 << 20), t->now.siblings / (1 << 20),
+                        t->queue_test == TUNER_QUEUE_TESTING   ? "under way"
+                        : t->queue_test == TUNER_QUEUE_IGNORED ? "found it not ours"
+                                                               : "none",
+                        t->stall_test == TUNER_QUEUE_TESTING                    ? "cut for"
+                        : t->stall_test == TUNER_QUEUE_IGNORED && t->stall_gone ? "found ours, gone"
+                        : t->stall_test == TUNER_QUEUE_IGNORED && t->stall_ours ? "partly ours"
+                        : t->stall_test == TUNER_QUEUE_IGNORED                  ? "found not ours"
+                                                                                : "none",
+                        (double)t->their_wait_usec / USEC_PER_MSEC);
 }
 
 static void note_completion(Hydrator *h) {

@@ -214,12 +214,6 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->pace_scale = 1;
         t->probe_hold_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
-        /* A test of stalls cut short when the previous yield ended starts afresh, and its
-         * short depth goes (the capacities it lowered were learned again before this yield:
-         * learn_capacities()). */
-        if (t->stall_test == TUNER_QUEUE_TESTING)
-                t->stall_test = TUNER_QUEUE_NONE;
-        t->stall_short = false;
         if (!t->cap_known) {
                 /* What the device can do is not known: grow until reads queue, from the depth
                  * that carries the pace the capacities seen so far leave (they are what was
@@ -238,6 +232,11 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
 }
 
 static bool stop_yielding(DepthTuner *t, uint64_t now) {
+        /* a test under way ends with the yield; its cut is forgotten with the pace */
+        if (t->stall_test == TUNER_QUEUE_TESTING)
+                t->stall_test = TUNER_QUEUE_NONE;
+        t->stall_short = false;
+        t->stall_floor_own = t->stall_floor_all = 0;
         t->yielding = false;
         t->pace = 0;
         t->cut = 0;
@@ -317,8 +316,26 @@ static bool stalls_last(const DepthTuner *t) {
         return n >= TUNER_STALL_SECONDS;
 }
 
+/* The longest wait of the last three seconds: the stalls a test begins for are as long as
+ * that (the wait that begins it is read as it passes TUNER_STALL_USEC). */
+static uint64_t stall_wait_last(const DepthTuner *t) {
+        uint64_t w = t->their_wait_usec;
+
+        for (unsigned k = 0; k < 3; k++)
+                if (second_back(t, k))
+                        w = MAX(w, second_back(t, k)->wait_max);
+        return w;
+}
+
+/* TUNER_STALL_STEP less pace, but no more in all than half the pace the yield's first test
+ * began with, whatever the tests after it find: waits that come and go of their own, each
+ * test finding them "ours", never take us down to the floor (probes give back the rest). */
 static void cut_for_stalls(DepthTuner *t, uint64_t now) {
+        double own = t->cap_own, all = t->cap_all;
+
         lower_capacities(t, TUNER_STALL_STEP * pace_for(t));
+        t->cap_own = MAX(t->cap_own, MIN(own, t->stall_floor_own));
+        t->cap_all = MAX(t->cap_all, MIN(all, t->stall_floor_all));
         t->stall_cut_usec = now;
 }
 
@@ -328,13 +345,15 @@ static void cut_for_stalls(DepthTuner *t, uint64_t now) {
  * them does that, and so does one all the siblings keep, which none of them sees as a queue
  * (it stands in their latencies from the start) and none can drain alone. Every sibling reads
  * the same counters, so all act at once: the depth short (depth_for_pace()), and
- * TUNER_STALL_STEP less pace now and each second they go on. If they stop, or a second's
- * longest wait falls to half the one that began the test (a queue drains for seconds after
- * the cut that ends it), they were ours: the capacities stay lowered, the depth short for a
- * while (hold_stalls()). If neither happens within TUNER_STALL_TEST_USEC (a workload's own
- * queue, its own volume's cap), they are not ours: all comes back as it was, and stalls are
- * left alone for TUNER_QUEUE_IGNORE_USEC, twice as long each time they are found not ours
- * again (up to TUNER_PROBE_WAIT_MAX_USEC), so that a neighbour slow on its own costs little.
+ * TUNER_STALL_STEP less pace now and each second they go on. If they stop, or the longest
+ * wait of two seconds in a row falls to half the longest that began the test (a queue drains
+ * for seconds after the cut that ends it), they were ours: no more cuts, the capacities stay
+ * lowered, the depth short for a while (hold_stalls()). If neither happens within
+ * TUNER_STALL_TEST_USEC (a workload's own queue, its own volume's cap), they are not ours:
+ * all comes back as it was. Either way stalls are left alone for TUNER_QUEUE_IGNORE_USEC
+ * after, twice as long each time they are found not ours again (up to
+ * TUNER_PROBE_WAIT_MAX_USEC), so that a neighbour slow on its own costs little; and however
+ * often they look ours, the tests of one yield cut at most half its pace (cut_for_stalls()).
  */
 static void test_stalls(DepthTuner *t, uint64_t now) {
         bool stalled = t->their_wait_usec >= TUNER_STALL_USEC;
@@ -345,12 +364,20 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                         return;
                 t->stall_test = TUNER_QUEUE_TESTING;
                 t->stall_test_usec = t->stall_seen_usec = t->stall_window_usec = now;
-                t->stall_wait = t->their_wait_usec;
+                t->stall_wait = stall_wait_last(t);
                 t->stall_window_max = 0;
                 t->stall_ours = false;
+                t->stall_halved = 0;
+                t->stall_gone = false;
                 t->stall_short = true;
                 t->stall_cap_own = t->cap_own;
                 t->stall_cap_all = t->cap_all;
+                if (t->stall_floor_own <= 0) {
+                        double half = pace_for(t) / 2;
+
+                        t->stall_floor_own = MAX(t->cap_own - half, 1.0);
+                        t->stall_floor_all = MAX(t->cap_all - half / MAX(t->share, 0.01), 1.0);
+                }
                 t->stall_tests++;
                 /* a queue test under way would judge a pace that is not the one it cut */
                 if (t->queue_test == TUNER_QUEUE_TESTING) {
@@ -363,19 +390,31 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
         case TUNER_QUEUE_TESTING:
                 if (stalled)
                         t->stall_seen_usec = now;
-                /* Over each second: the longest wait, against the one that began the test. */
+                /* Over each second: the longest wait, against the longest of those that
+                 * began the test (the one in flight as it began still counts in its first
+                 * second). */
+                if (now - t->stall_test_usec < USEC_PER_SEC)
+                        t->stall_wait = MAX(t->stall_wait, t->their_wait_usec);
                 t->stall_window_max = MAX(t->stall_window_max, t->their_wait_usec);
                 if (now - t->stall_window_usec >= USEC_PER_SEC) {
-                        t->stall_ours |= t->stall_window_max <= t->stall_wait / 2;
+                        /* two seconds in a row: one quiet second is no trend */
+                        t->stall_halved =
+                                t->stall_window_max <= t->stall_wait / 2 ? t->stall_halved + 1 : 0;
+                        t->stall_ours |= t->stall_halved >= 2;
                         t->stall_window_max = 0;
                         t->stall_window_usec = now;
                 }
-                if (now - t->stall_seen_usec >= TUNER_STALL_CLEAR_USEC) { /* ours: gone */
-                        t->stall_test = TUNER_QUEUE_NONE;
-                        t->stall_short_usec = now; /* and the depth stays short a while */
-                        t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
+                if (now - t->stall_seen_usec >= TUNER_STALL_CLEAR_USEC) {
+                        /* ours: gone. The depth stays short a while, and waits are left
+                         * alone as long as after a test that found them not ours: a
+                         * neighbour whose waits come and go of their own cannot cut again
+                         * at once. */
+                        t->stall_test = TUNER_QUEUE_IGNORED;
+                        t->stall_gone = true;
+                        t->stall_test_usec = t->stall_short_usec = now;
+                        if (t->stall_ignore_usec == 0)
+                                t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
                         t->cap_seen_usec = now;
-                        t->probe_wait_usec = MIN(2 * t->probe_wait_usec, TUNER_PROBE_WAIT_MAX_USEC);
                         return;
                 }
                 if (!t->stall_ours && now - t->stall_test_usec >= TUNER_STALL_TEST_USEC) {
@@ -398,10 +437,12 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                          * the floor. */
                         t->stall_test = TUNER_QUEUE_IGNORED;
                         t->stall_test_usec = t->stall_short_usec = now;
-                        t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
+                        if (t->stall_ignore_usec == 0)
+                                t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
                         return;
                 }
-                if (stalled && now - t->stall_cut_usec >= USEC_PER_SEC)
+                /* No more cuts once the waits fell by half: the queue drains from there. */
+                if (stalled && !t->stall_ours && now - t->stall_cut_usec >= USEC_PER_SEC)
                         cut_for_stalls(t, now);
                 return;
         case TUNER_QUEUE_IGNORED:
@@ -526,7 +567,14 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->own_total = t->now.ours + own_cost;
         sec->all_total = t->now.ours + siblings + own_cost + other_cost;
         sec->siblings = siblings;
-        sec->stalled |= t->their_wait_usec >= TUNER_STALL_USEC;
+        sec->wait_max = MAX(sec->wait_max, t->their_wait_usec);
+        /* A second stalls when a wait passes TUNER_STALL_USEC in it, or has lasted
+         * TUNER_STALL_LONG_USEC: one wait of 300 ms across the turn of a second is not two. */
+        if (t->their_wait_usec >= TUNER_STALL_LONG_USEC ||
+            (t->their_wait_usec >= TUNER_STALL_USEC && !t->stall_counted)) {
+                sec->stalled = true;
+                t->stall_counted = true;
+        }
         sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_base_latency(t),
                               tuner_target(tuner_base_latency(t)));
         if (last_slot(t)->min_latency_usec < sec->min_latency_usec)

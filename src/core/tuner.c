@@ -139,6 +139,10 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
 }
 
 void tuner_stalls(DepthTuner *t, uint64_t waited_usec) {
+        /* A wait ends in a sample under TUNER_STALL_USEC (activity.c reads 0 after any
+         * completion): the next one over it is another. */
+        if (waited_usec < TUNER_STALL_USEC)
+                t->stall_counted = false;
         t->their_wait_usec = waited_usec;
 }
 

@@ -107,8 +107,10 @@
  *    is 10% under the one that queued; if it stays (a busy device's latency grows with load of
  *    any kind; a workload's own queue is there whatever we do), the pace comes back and
  *    queues are left alone for TUNER_QUEUE_IGNORE_USEC. Their own latency is watched too,
- *    where only they read (tuner_stalls()): a request of theirs that waits TUNER_STALL_USEC
- *    or more, in TUNER_STALL_SECONDS of the last three seconds, is harm that may be ours
+ *    where only they read (tuner_stalls()): requests of theirs that wait TUNER_STALL_USEC
+ *    or more, in TUNER_STALL_SECONDS of the last three seconds (a wait counts in the second it
+ *    passes TUNER_STALL_USEC, and in every one once it has lasted TUNER_STALL_LONG_USEC),
+ *    are harm that may be ours
  *    whatever our reads see (behind a cap we share with siblings, a queue all of us keep is
  *    in every sibling's latency from the start, and a quarter less of one's pace does not
  *    drain it). Each sibling sees the same stalls at once, so all act together: the reads
@@ -116,10 +118,13 @@
  *    (on the rig, three siblings behind one cap cut to a third of their pace and the stalls
  *    stayed: they come from the reads waiting at the cap, not from its rate), and the
  *    capacities are lowered by TUNER_STALL_STEP of the pace at once and each second stalls
- *    last. None for TUNER_STALL_CLEAR_USEC, or a second's longest wait half the first,
- *    within TUNER_STALL_TEST_USEC: they were ours, the capacities stay lowered and the depth
- *    short for TUNER_STALL_HOLD_USEC; else they are not ours: all comes back as it was, and
- *    stalls are left alone for TUNER_QUEUE_IGNORE_USEC, twice as long each time again.
+ *    last. None for TUNER_STALL_CLEAR_USEC, or the longest wait of two seconds in a row half
+ *    the longest of the three before the test, within TUNER_STALL_TEST_USEC: they were ours,
+ *    no more cuts, the capacities stay lowered and the depth short for
+ *    TUNER_STALL_HOLD_USEC; else they are not ours: all comes back as it was. Either way
+ *    stalls are left alone for TUNER_QUEUE_IGNORE_USEC after (twice as long each time they
+ *    are found not ours again), and the tests of one yield take at most half of the pace
+ *    the first began with.
  *    At the start of a yield the pace is halved until the queue we held before has drained.
  *    Capacities not seen at saturation for TUNER_CAPACITY_TRUST_USEC are believed
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
@@ -202,8 +207,9 @@
 /* A request of theirs on a disk beside ours that no sibling reads waited this long (activity.h):
  * a stall; ... */
 #define TUNER_STALL_USEC (200 * USEC_PER_MSEC)
-#define TUNER_STALL_SECONDS 2 /* ... in so many of the last three seconds: harm, maybe ours; */
-#define TUNER_STALL_STEP 0.1  /* ... the pace 10% less each second stalls last, */
+#define TUNER_STALL_SECONDS 2 /* ... in so many of the last three seconds: harm, maybe ours */
+#define TUNER_STALL_LONG_USEC USEC_PER_SEC /* (a wait counts in one, but one this long in all); */
+#define TUNER_STALL_STEP 0.1               /* ... the pace 10% less each second stalls last, */
 #define TUNER_STALL_CLEAR_USEC (3 * USEC_PER_SEC) /* ... ours if none shows for 3 s, */
 #define TUNER_STALL_TEST_USEC (6 * USEC_PER_SEC)  /* ... or less by half within 6 s */
 #define TUNER_STALL_HOLD_USEC (60 * USEC_PER_SEC) /* ... then the depth short for a minute */
@@ -263,7 +269,8 @@ typedef struct TunerSecond {
         double own_cost, other_cost;
         bool queued;  /* our reads queued at some sample of it: those totals were all there was */
         bool stalled; /* a request of theirs beside us stalled in it (tuner_stalls()) */
-        bool used;    /* has samples */
+        uint64_t wait_max; /* ... the longest wait seen in it, usec */
+        bool used;         /* has samples */
 } TunerSecond;
 
 typedef struct DepthTuner {
@@ -379,19 +386,23 @@ typedef struct DepthTuner {
         bool probing;               /* the capacities grow: probing */
         unsigned yields;            /* times it started yielding (for the log) */
         uint64_t their_wait_usec;   /* a request beside us has waited so long (tuner_stalls()) */
+        bool stall_counted;         /* ... and a second stalled for it already */
         TunerQueueTest stall_test;  /* stalls seen while yielding: ours? */
         uint64_t stall_test_usec;   /* when it began (or they were found not ours) */
         uint64_t stall_seen_usec;   /* ... when one showed last */
         uint64_t stall_cut_usec;    /* ... when the pace was last cut for them */
-        uint64_t stall_wait;        /* ... the wait that began it, usec */
+        uint64_t stall_wait;        /* ... the longest wait that began it, usec */
         uint64_t stall_window_usec; /* ... the second being watched began then, */
         uint64_t stall_window_max;  /* ... and its longest wait so far */
+        bool stall_gone;            /* ... they stopped (ours) */
+        unsigned stall_halved;      /* ... seconds in a row whose longest wait was half */
         bool stall_ours;            /* ... a second's longest fell to half: ours */
         bool stall_short;           /* ... reads in flight for the pace at the base latency, */
         uint64_t stall_short_usec;  /* ... since they were found ours (TUNER_STALL_HOLD_USEC) */
         uint64_t stall_ignore_usec; /* not ours: left alone this long (0: not yet found so) */
-        double stall_cap_own, stall_cap_all; /* ... the capacities before it */
-        unsigned stall_tests;                /* ... begun (for the log) */
+        double stall_cap_own, stall_cap_all;     /* ... the capacities before it */
+        double stall_floor_own, stall_floor_all; /* ... and no test of this yield below these */
+        unsigned stall_tests;                    /* ... begun (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */

@@ -370,6 +370,15 @@ static void test_activity_waited(void **state) {
         d.st.discard_ios++;
         step(&d, 0, 0, 0, &f);
         assert_true(f.waited_usec == 0);
+        /* another device under the name, its counters from 0: its request in flight is new */
+        step(&d, 0, 0, 0, &f);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, 2 * ACTIVITY_SAMPLE_USEC);
+        d.st = (DiskStat){.in_flight = 1};
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.waited_usec == 0);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, ACTIVITY_SAMPLE_USEC);
 }
 
 static void test_activity_first_samples_are_no_burst(void **state) {

@@ -57,6 +57,7 @@ typedef struct Device {
         bool stalls;                /* the tuners hear how long the workload's requests wait
                                      * beside them (tuner_stalls()): the queue's wait ... */
         double their_wait;          /* ... and this much more of their own, usec */
+        uint64_t wait_at, wait_len; /* ... or one wait of theirs alone, then */
         double queue_now;           /* the queue's wait now, usec (device_step()) */
         double own_cost;            /* ... and on their own disk */
         double backlog[MAX_TUNERS]; /* bytes waiting at the cap (one per cap) */
@@ -161,6 +162,24 @@ static int cmp_double(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
+/* What the workload's disk tells (activity.c): it reads one request at a time, each waiting
+ * the queue's wait and its own; at a sample after one completed, 0, else the time since the
+ * first sample of the one in flight. */
+static uint64_t their_wait(const Device *v, uint64_t now) {
+        double w = v->queue_now + v->their_wait;
+        uint64_t began;
+
+        if (v->wait_len > 0) {
+                began = (v->wait_at + SAMPLE - 1) / SAMPLE * SAMPLE;
+                return now > began && now < v->wait_at + v->wait_len ? now - began : 0;
+        }
+        if (w < SAMPLE)
+                return 0;
+        began = (uint64_t)(floor((double)now / w) * w);
+        began = (began + SAMPLE - 1) / SAMPLE * SAMPLE;
+        return now > began ? now - began : 0;
+}
+
 /* The look at the counters every 100 ms: what tuner @i hears of the others. */
 static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, const double *rate,
                    uint64_t now) {
@@ -177,7 +196,7 @@ static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, cons
                 }
         tuner_siblings(t[i], readers, queued, siblings * (double)SAMPLE / 1e6, now);
         if (v->stalls && v->foreground > 0 && v->neighbours)
-                tuner_stalls(t[i], (uint64_t)(v->queue_now + v->their_wait));
+                tuner_stalls(t[i], their_wait(v, now));
         if (v->foreground > 0 && v->visible[i])
                 own += v->foreground;
         else if (v->foreground > 0 && v->neighbours)
@@ -1111,10 +1130,83 @@ static void test_tuner_stalls_ours_in_part(void **state) {
         assert_int_equal(a.stall_test, TUNER_QUEUE_IGNORED);
         assert_true(a.stall_ours);
         cut = tuner_pace(&a);
-        assert_true(cut < 0.9 * before);
+        assert_true(cut < 0.95 * before);
+        /* five cuts at most: three at 600 ms, two until two seconds show half */
+        assert_true(cut >= 0.55 * before);
         (void)drive_all(all, 2, &v, &now, 20 * SEC);
         assert_int_equal(a.stall_tests, 1);
         assert_true(tuner_pace(&a) >= 0.99 * cut);
+}
+
+/* Two siblings yielding to a workload beside them, with capacities known; their pace. */
+static double stall_setup(DepthTuner **all, Device *v, uint64_t *now) {
+        tuner_init(all[0], 4, 32, 256, *now);
+        tuner_init(all[1], 4, 32, 256, *now);
+        (void)drive_all(all, 2, v, now, 30 * SEC);
+        v->foreground = FOREGROUND;
+        (void)drive_all(all, 2, v, now, 15 * SEC);
+        assert_true(all[0]->yielding && all[0]->stall_test == TUNER_QUEUE_NONE);
+        assert_true(tuner_pace(all[0]) > 0);
+        v->stalls = true;
+        return tuner_pace(all[0]);
+}
+
+static void test_tuner_one_stall_is_not_two(void **state) {
+        /* Single waits of 900 ms beside us, five seconds apart, each begun at another point of
+         * the second: most span the turn of a second, none is stalls in two seconds of three.
+         * One of 1.5 s is; so are two of 300 ms a second apart. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .neighbours = true};
+        DepthTuner a, b, *all[] = {&a, &b};
+        uint64_t now = 0;
+
+        (void)stall_setup(all, &v, &now);
+        for (unsigned k = 0; k < 10; k++) {
+                v.wait_at = now + SEC + k * SAMPLE + 3 * MSEC;
+                v.wait_len = 900 * MSEC;
+                (void)drive_all(all, 2, &v, &now, 5 * SEC);
+        }
+        assert_int_equal(a.stall_tests, 0);
+        assert_int_equal(b.stall_tests, 0);
+
+        v.wait_at = now + SEC;
+        v.wait_len = 1500 * MSEC;
+        (void)drive_all(all, 2, &v, &now, 3 * SEC);
+        assert_int_equal(a.stall_tests, 1);
+        assert_int_equal(b.stall_tests, 1);
+        v.wait_len = 0;
+        (void)drive_all(all, 2, &v, &now, 40 * SEC); /* found ours (gone), left alone 30 s */
+        assert_int_equal(a.stall_test, TUNER_QUEUE_NONE);
+
+        v.wait_at = now + SEC;
+        v.wait_len = 300 * MSEC;
+        (void)drive_all(all, 2, &v, &now, SEC + 500 * MSEC);
+        v.wait_at = now + 500 * MSEC;
+        (void)drive_all(all, 2, &v, &now, SEC);
+        assert_int_equal(a.stall_tests, 2);
+}
+
+static void test_tuner_stalls_that_come_and_go(void **state) {
+        /* A neighbour whose requests wait 250 ms for three seconds in every fifteen, whatever
+         * we read: each test sees them go soon after it cut, and would call them ours. Five
+         * minutes of it take no more than half of the pace, the floor of the yield's tests. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .neighbours = true};
+        DepthTuner a, b, *all[] = {&a, &b};
+        uint64_t now = 0;
+        double before, least;
+
+        before = least = stall_setup(all, &v, &now);
+        for (unsigned k = 0; k < 20; k++) {
+                v.their_wait = 250 * MSEC;
+                (void)drive_all(all, 2, &v, &now, 3 * SEC);
+                v.their_wait = 0;
+                (void)drive_all(all, 2, &v, &now, 12 * SEC);
+                least = MIN(least, tuner_pace(&a));
+        }
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "stall tests %u, pace %.1f MiB/s before, %.1f least\n",
+                        a.stall_tests, before / MiB, least / MiB);
+        assert_true(a.stall_tests >= 2);
+        assert_true(least >= 0.45 * before);
 }
 
 static void test_tuner_late_siblings_get_their_share(void **state) {
@@ -1536,6 +1628,8 @@ int main(void) {
                 cmocka_unit_test(test_tuner_siblings_stop_their_stalls),
                 cmocka_unit_test(test_tuner_stalls_not_ours),
                 cmocka_unit_test(test_tuner_stalls_ours_in_part),
+                cmocka_unit_test(test_tuner_one_stall_is_not_two),
+                cmocka_unit_test(test_tuner_stalls_that_come_and_go),
                 cmocka_unit_test(test_tuner_late_siblings_get_their_share),
                 cmocka_unit_test(test_tuner_first_relearn_waits_while_alone),
                 cmocka_unit_test(test_tuner_first_relearn_soon_with_others),
