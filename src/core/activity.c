@@ -30,8 +30,10 @@ int disk_stat_parse(const char *text, DiskStat *ret) {
         *ret = (DiskStat){
                 .read_ios = f[0],
                 .read_sectors = f[2],
+                .read_ticks = f[3],
                 .write_ios = f[4],
                 .write_sectors = f[6],
+                .write_ticks = f[7],
                 .in_flight = f[8],
                 .discard_ios = f[11],
                 .flush_ios = f[15],
@@ -226,6 +228,17 @@ static uint64_t waited(Activity *a, const DiskStat *st, uint64_t now) {
         return a->waiting_usec > 0 ? now - a->waiting_usec : 0;
 }
 
+/* The mean time the reads and writes completed since the last sample took (ActivityFigures). */
+static uint64_t latency(const Activity *a, const DiskStat *st) {
+        uint64_t ios =
+                delta(st->read_ios, a->last.read_ios) + delta(st->write_ios, a->last.write_ios);
+        uint64_t ticks = delta(st->read_ticks, a->last.read_ticks) +
+                         delta(st->write_ticks, a->last.write_ticks);
+
+        /* (a sum that would overflow in usec is no count a disk gives: none) */
+        return ios > 0 && ticks < UINT64_MAX / USEC_PER_MSEC ? ticks * USEC_PER_MSEC / ios : 0;
+}
+
 void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
                      const ActivityAllowance *allowance, uint64_t now_usec, ActivityFigures *ret) {
         uint64_t disk_bytes, early;
@@ -270,6 +283,7 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
         remember(a, &step);
         figures(a, ret);
         ret->waited_usec = waited(a, st, now_usec);
+        ret->latency_usec = latency(a, st);
         a->last = *st;
         a->last_ours = ours->bytes;
         a->last_usec = now_usec;

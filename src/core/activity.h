@@ -42,7 +42,8 @@ typedef struct DiskStat {
         uint64_t read_ios, read_sectors;
         uint64_t write_ios, write_sectors;
         uint64_t in_flight;
-        uint64_t discard_ios, flush_ios; /* 0 where the kernel does not report them */
+        uint64_t discard_ios, flush_ios;  /* 0 where the kernel does not report them */
+        uint64_t read_ticks, write_ticks; /* ms the completed reads, writes took, in all */
 } DiskStat;
 
 /* One sample's counts, kept for the figures over the last second. */
@@ -62,13 +63,17 @@ typedef struct ActivityAllowance {
 
 /* What others did on a disk over the last second. */
 typedef struct ActivityFigures {
-        double ours;          /* bytes/s of the reads we know of (ours, or the sibling's) */
-        double reads;         /* bytes/s others read */
-        double writes;        /* bytes/s others wrote */
-        double write_ops;     /* their writes, flushes and discards, per second */
-        uint64_t waited_usec; /* a request on the disk has waited this long at least, and waits
-                               * still: requests in flight at every sample since, none done
-                               * (0: one completed in the last sample, or none in flight) */
+        double ours;           /* bytes/s of the reads we know of (ours, or the sibling's) */
+        double reads;          /* bytes/s others read */
+        double writes;         /* bytes/s others wrote */
+        double write_ops;      /* their writes, flushes and discards, per second */
+        uint64_t waited_usec;  /* a request on the disk has waited this long at least, and waits
+                                * still: requests in flight at every sample since, none done
+                                * (0: one completed in the last sample, or none in flight) */
+        uint64_t latency_usec; /* the reads and writes completed in the last sample took this
+                                * long on average (the disk's ticks; 0: none completed): a
+                                * workload with several requests in flight completes some in
+                                * every sample, and its wait shows here, not above */
 } ActivityFigures;
 
 typedef struct Activity {

@@ -67,10 +67,10 @@ static void log_stalls(const Hydrator *h, TunerQueueTest was, const NeighbourFig
         if (t->stall_test == was)
                 return;
         if (t->stall_test == TUNER_QUEUE_TESTING)
-                log_info("%s: a request on /dev/%s has waited %.0f ms, and others did lately: "
+                log_info("%s: requests on /dev/%s wait %.0f ms, and did lately: "
                          "reading less until they wait no more",
                          h->dev->path, nb->waiting[0] ? nb->waiting : "?",
-                         (double)nb->waited_usec / USEC_PER_MSEC);
+                         (double)h->tuner.their_wait_usec / USEC_PER_MSEC);
         else if (t->stall_test == TUNER_QUEUE_IGNORED && t->stall_gone)
                 log_info("%s: the requests beside it wait no more: reading at %.1f MiB/s",
                          h->dev->path, t->pace / (1 << 20));
@@ -157,7 +157,7 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         was = h->tuner.yielding;
         stall_test = h->tuner.stall_test;
         tuner_siblings(&h->tuner, nb.readers, nb.queued, nb.sibling_bytes, now);
-        tuner_stalls(&h->tuner, nb.waited_usec);
+        tuner_stalls(&h->tuner, nb.waited_usec, nb.latency_usec);
         if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
         log_yield(h, was);

@@ -242,9 +242,12 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                         f.reads = 0;
                 }
                 /* What a request waits there: on a sibling's disk its reads are in it. */
-                if (!x->fresh && f.waited_usec > ret->waited_usec) {
-                        ret->waited_usec = f.waited_usec;
+                if (!x->fresh &&
+                    MAX(f.waited_usec, f.latency_usec) > MAX(ret->waited_usec, ret->latency_usec))
                         snprintf(ret->waiting, sizeof(ret->waiting), "%s", x->name);
+                if (!x->fresh) {
+                        ret->waited_usec = MAX(ret->waited_usec, f.waited_usec);
+                        ret->latency_usec = MAX(ret->latency_usec, f.latency_usec);
                 }
                 cost = activity_cost(&f);
                 if (x->fresh && now_usec - x->found_usec < NEIGHBOURS_SIBLING_START_USEC)

@@ -54,7 +54,9 @@ typedef struct NeighbourFigures {
         char busiest[KERNEL_NAME_MAX]; /* the one whose I/O costs most, "" none */
         uint64_t waited_usec;          /* the longest a disk no sibling reads has held requests,
                                         * none completed (ActivityFigures.waited_usec), 0 none */
-        char waiting[KERNEL_NAME_MAX]; /* ... on this one, "" none */
+        uint64_t latency_usec;         /* the longest mean time their completed requests took on
+                                        * one such disk (ActivityFigures.latency_usec) */
+        char waiting[KERNEL_NAME_MAX]; /* the disk of the longer of the two, "" none */
 } NeighbourFigures;
 
 /*

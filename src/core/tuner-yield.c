@@ -568,13 +568,8 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         sec->all_total = t->now.ours + siblings + own_cost + other_cost;
         sec->siblings = siblings;
         sec->wait_max = MAX(sec->wait_max, t->their_wait_usec);
-        /* A second stalls when a wait passes TUNER_STALL_USEC in it, or has lasted
-         * TUNER_STALL_LONG_USEC: one wait of 300 ms across the turn of a second is not two. */
-        if (t->their_wait_usec >= TUNER_STALL_LONG_USEC ||
-            (t->their_wait_usec >= TUNER_STALL_USEC && !t->stall_counted)) {
-                sec->stalled = true;
-                t->stall_counted = true;
-        }
+        sec->stalled |= t->stall_new; /* tuner_stalls() */
+        t->stall_new = false;
         sec->queued |= queued(t, TUNER_RATE_SAMPLES, tuner_base_latency(t),
                               tuner_target(tuner_base_latency(t)));
         if (last_slot(t)->min_latency_usec < sec->min_latency_usec)

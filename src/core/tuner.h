@@ -108,9 +108,10 @@
  *    any kind; a workload's own queue is there whatever we do), the pace comes back and
  *    queues are left alone for TUNER_QUEUE_IGNORE_USEC. Their own latency is watched too,
  *    where only they read (tuner_stalls()): requests of theirs that wait TUNER_STALL_USEC
- *    or more, in TUNER_STALL_SECONDS of the last three seconds (a wait counts in the second it
- *    passes TUNER_STALL_USEC, and in every one once it has lasted TUNER_STALL_LONG_USEC),
- *    are harm that may be ours
+ *    or more, in TUNER_STALL_SECONDS of the last three seconds (one in flight counts in the
+ *    second it passes TUNER_STALL_USEC, and in every one once it has lasted
+ *    TUNER_STALL_LONG_USEC; those completed count where their mean time is that long, unless
+ *    they end a wait counted already), are harm that may be ours
  *    whatever our reads see (behind a cap we share with siblings, a queue all of us keep is
  *    in every sibling's latency from the start, and a quarter less of one's pace does not
  *    drain it). Each sibling sees the same stalls at once, so all act together: the reads
@@ -386,7 +387,8 @@ typedef struct DepthTuner {
         bool probing;               /* the capacities grow: probing */
         unsigned yields;            /* times it started yielding (for the log) */
         uint64_t their_wait_usec;   /* a request beside us has waited so long (tuner_stalls()) */
-        bool stall_counted;         /* ... and a second stalled for it already */
+        bool stall_counted;         /* ... one in flight, and a second stalled for it already */
+        bool stall_new;             /* ... the last sample saw a stall of its own */
         TunerQueueTest stall_test;  /* stalls seen while yielding: ours? */
         uint64_t stall_test_usec;   /* when it began (or they were found not ours) */
         uint64_t stall_seen_usec;   /* ... when one showed last */
@@ -432,10 +434,11 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
                     uint64_t now_usec);
 /*
  * tuner_stalls() - before each tuner_sample(): a request on a disk beside ours that no sibling
- * reads has waited @waited_usec and still waits (0: none waits; activity.h). Theirs alone: what
- * such a disk's reads wait is the harm a queue of ours behind a cap we share does them.
+ * reads has waited @waited_usec and still waits (0: none waits), and the requests completed
+ * there in the last sample took @latency_usec on average (0: none; activity.h). Theirs alone:
+ * what such a disk's requests wait is the harm a queue of ours behind a cap we share does them.
  */
-void tuner_stalls(DepthTuner *t, uint64_t waited_usec);
+void tuner_stalls(DepthTuner *t, uint64_t waited_usec, uint64_t latency_usec);
 /*
  * tuner_start_share() - before the first read: @siblings other hydrators on the host are
  * running. The slow start begins at an equal share of the depth it would start at (they may

@@ -31,7 +31,9 @@ static void test_activity_parse(void **state) {
                          0);
         assert_int_equal(st.read_ios, 25251);
         assert_int_equal(st.read_sectors, 27848219);
+        assert_int_equal(st.read_ticks, 3299453);
         assert_int_equal(st.write_ios, 14107);
+        assert_int_equal(st.write_ticks, 15456);
         assert_int_equal(st.write_sectors, 3162831);
         assert_int_equal(st.in_flight, 3);
         assert_int_equal(st.discard_ios, 4);
@@ -381,6 +383,35 @@ static void test_activity_waited(void **state) {
         assert_int_equal(f.waited_usec, ACTIVITY_SAMPLE_USEC);
 }
 
+/* What the requests done in a sample took on average, from the disk's ticks: a workload with
+ * eight reads in flight, each 300 ms, completes some in every sample and shows no wait. */
+static void test_activity_latency(void **state) {
+        Disk d = {0};
+        ActivityFigures f;
+
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.latency_usec == 0);
+        d.st.in_flight = 8;
+        for (int i = 0; i < 10; i++) {
+                d.st.read_ticks += 3 * 300;
+                step(&d, 0, 3 * 16384, 0, &f);
+                assert_true(f.waited_usec == 0);
+                assert_int_equal(f.latency_usec, 300 * USEC_PER_MSEC);
+        }
+        /* writes count too: three reads of 10 ms and a write of 50, 20 ms each */
+        d.st.read_ticks += 30;
+        d.st.write_ticks += 50;
+        step(&d, 0, 3 * 16384, 1, &f);
+        assert_int_equal(f.latency_usec, 20 * USEC_PER_MSEC);
+        /* none done: none measured */
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.latency_usec == 0);
+        /* ticks gone back (another device under the name): nothing, not a huge figure */
+        d.st.read_ticks = 5;
+        step(&d, 0, 16384, 0, &f);
+        assert_true(f.latency_usec == 0);
+}
+
 static void test_activity_first_samples_are_no_burst(void **state) {
         /* A journal's commit a second (a write and a flush) seen in the first 100 ms after the
          * start: two operations a second, not twenty. */
@@ -509,6 +540,7 @@ int main(void) {
                 cmocka_unit_test(test_activity_sees_any_write),
                 cmocka_unit_test(test_activity_forget_reads),
                 cmocka_unit_test(test_activity_waited),
+                cmocka_unit_test(test_activity_latency),
                 cmocka_unit_test(test_activity_first_samples_are_no_burst),
                 cmocka_unit_test(test_activity_allowance),
                 cmocka_unit_test(test_activity_counters_going_back),

@@ -47,15 +47,21 @@ static void write_stat(Fixture *f, const char *name, uint64_t read_mib, uint64_t
 }
 
 /* The same with @done requests completed in all (reads; the other writer counts them as 1). */
-static void write_stat_done(Fixture *f, const char *name, uint64_t read_mib, uint64_t done,
-                            uint64_t in_flight) {
+/* ... with the ms its reads took in all */
+static void write_stat_ticks(Fixture *f, const char *name, uint64_t read_mib, uint64_t done,
+                             uint64_t ticks, uint64_t in_flight) {
         char rel[64], line[256];
 
         snprintf(rel, sizeof(rel), "block/%s/stat", name);
         snprintf(line, sizeof(line),
-                 "%" PRIu64 " 0 %" PRIu64 " 1 0 0 0 1 %" PRIu64 " 1 1 0 0 0 0 0 0\n", done,
-                 read_mib * 2048, in_flight);
+                 "%" PRIu64 " 0 %" PRIu64 " %" PRIu64 " 0 0 0 1 %" PRIu64 " 1 1 0 0 0 0 0 0\n",
+                 done, read_mib * 2048, ticks, in_flight);
         fixture_write(f->root, rel, line);
+}
+
+static void write_stat_done(Fixture *f, const char *name, uint64_t read_mib, uint64_t done,
+                            uint64_t in_flight) {
+        write_stat_ticks(f, name, read_mib, done, 1, in_flight);
 }
 
 static int setup(void **state) {
@@ -313,7 +319,7 @@ static void test_siblings_stalls_beside_us(void **state) {
         SiblingPub *p = NULL;
         Neighbours *n = NULL;
         NeighbourFigures nb;
-        uint64_t now = SEC, read = 0, done = 0;
+        uint64_t now = SEC, read = 0, done = 0, last_done;
 
         assert_int_equal(sibling_pub_new(&p, f->run_fd, "loop991", makedev(7, 991), NULL, 0, now),
                          0);
@@ -347,13 +353,29 @@ static void test_siblings_stalls_beside_us(void **state) {
         publish(p, read, 16, now);
         neighbours_sample(n, now, NULL, &nb);
         assert_true(nb.waited_usec == 0);
+        /* A workload with eight in flight, three done in each sample, each after 300 ms: no
+         * request waits a whole sample, but those done took that long. The sibling's reads,
+         * which take longer (its disk's ticks grow by 1 s a sample), are left out. */
+        for (unsigned i = 0; i < 3; i++) {
+                now += 100 * USEC_PER_MSEC;
+                done += 3;
+                write_stat_ticks(f, "loop992", done * 16 / 1024, done, 1 + (i + 1) * 900,
+                                 i < 2 ? 8 : 0);
+                write_stat_ticks(f, "loop991", read, 1 + i + 1, 1 + (i + 1) * 1000, 16);
+                publish(p, read, 16, now);
+                neighbours_sample(n, now, NULL, &nb);
+                assert_true(nb.waited_usec == 0);
+                assert_int_equal(nb.latency_usec, 300 * USEC_PER_MSEC);
+                assert_string_equal(nb.waiting, "loop992");
+        }
+        last_done = now;
         /* The sibling stops beating: what waits on its disk is someone's from then on. */
         for (unsigned i = 0; i < 30; i++) {
                 now += 100 * USEC_PER_MSEC;
                 neighbours_sample(n, now, NULL, &nb);
         }
-        /* and its requests, never done, have waited since the first look at its disk */
-        assert_int_equal(nb.waited_usec, now - (SEC + 100 * USEC_PER_MSEC));
+        /* and its requests, none done since, have waited since the last look that saw one */
+        assert_int_equal(nb.waited_usec, now - last_done);
         assert_string_equal(nb.waiting, "loop991");
         neighbours_free(n);
         sibling_pub_free(p);
