@@ -228,15 +228,37 @@ static uint64_t waited(Activity *a, const DiskStat *st, uint64_t now) {
         return a->waiting_usec > 0 ? now - a->waiting_usec : 0;
 }
 
-/* The mean time the reads and writes completed since the last sample took (ActivityFigures). */
-static uint64_t latency(const Activity *a, const DiskStat *st) {
-        uint64_t ios =
-                delta(st->read_ios, a->last.read_ios) + delta(st->write_ios, a->last.write_ios);
-        uint64_t ticks = delta(st->read_ticks, a->last.read_ticks) +
-                         delta(st->write_ticks, a->last.write_ticks);
+/* A tick count's growth: the kernel prints them as 32-bit numbers of ms, which wrap (at 32
+ * requests in flight, after about a day and a half). */
+static uint64_t delta_ticks(uint64_t now, uint64_t then) {
+        if (now >= then)
+                return now - then;
+        return then <= UINT32_MAX && now <= UINT32_MAX ? now + (UINT64_C(1) << 32) - then : 0;
+}
 
+/* The mean time the reads and writes completed since the last sample took (ActivityFigures);
+ * none where a count went back (another device under the name). */
+static uint64_t latency(const Activity *a, const DiskStat *st) {
+        uint64_t ios, ticks;
+
+        if (st->read_ios < a->last.read_ios || st->write_ios < a->last.write_ios)
+                return 0;
+        ios = st->read_ios - a->last.read_ios + st->write_ios - a->last.write_ios;
+        ticks = delta_ticks(st->read_ticks, a->last.read_ticks) +
+                delta_ticks(st->write_ticks, a->last.write_ticks);
         /* (a sum that would overflow in usec is no count a disk gives: none) */
         return ios > 0 && ticks < UINT64_MAX / USEC_PER_MSEC ? ticks * USEC_PER_MSEC / ios : 0;
+}
+
+bool activity_stall(Activity *a, uint64_t waited_usec, uint64_t latency_usec, uint64_t now) {
+        if (waited_usec < ACTIVITY_STALL_USEC && latency_usec < ACTIVITY_STALL_USEC) {
+                a->stall_usec = 0;
+                return false;
+        }
+        if (a->stall_usec > 0 && now - a->stall_usec < ACTIVITY_STALL_AGAIN_USEC)
+                return false;
+        a->stall_usec = now;
+        return true;
 }
 
 void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
@@ -284,6 +306,7 @@ void activity_sample(Activity *a, const DiskStat *st, const ActivityOurs *ours,
         figures(a, ret);
         ret->waited_usec = waited(a, st, now_usec);
         ret->latency_usec = latency(a, st);
+        ret->stall = activity_stall(a, ret->waited_usec, ret->latency_usec, now_usec);
         a->last = *st;
         a->last_ours = ours->bytes;
         a->last_usec = now_usec;

@@ -46,6 +46,12 @@ typedef struct DiskStat {
         uint64_t read_ticks, write_ticks; /* ms the completed reads, writes took, in all */
 } DiskStat;
 
+/* A request of theirs that waits this long, in flight or done, is a stall (ActivityFigures);
+ * one stall goes on while the next sample still shows one, and counts again each
+ * ACTIVITY_STALL_AGAIN_USEC it lasts. */
+#define ACTIVITY_STALL_USEC (200 * USEC_PER_MSEC)
+#define ACTIVITY_STALL_AGAIN_USEC USEC_PER_SEC
+
 /* One sample's counts, kept for the figures over the last second. */
 typedef struct ActivityStep {
         int64_t theirs;   /* bytes read beyond ours, in all, at the end of the sample */
@@ -74,6 +80,10 @@ typedef struct ActivityFigures {
                                 * long on average (the disk's ticks; 0: none completed): a
                                 * workload with several requests in flight completes some in
                                 * every sample, and its wait shows here, not above */
+        bool stall;            /* one of the two is ACTIVITY_STALL_USEC or more, and the stall
+                                * is new (not one the samples before showed: a request done
+                                * late ends the wait that showed in flight), or has gone on
+                                * another ACTIVITY_STALL_AGAIN_USEC */
 } ActivityFigures;
 
 typedef struct Activity {
@@ -89,7 +99,12 @@ typedef struct Activity {
         unsigned seen_split;        /* another number it counted, */
         unsigned seen_other;        /* in so many samples in a row */
         uint64_t waiting_usec;      /* in flight from this sample on, none done since; 0 none */
+        uint64_t stall_usec;        /* a stall goes on, counted last then (0: none) */
 } Activity;
+
+/* activity_stall() - the rule of ActivityFigures.stall for @a's disk, whose requests waited
+ * @waited_usec and took @latency_usec at @now_usec (activity_sample() applies it). */
+bool activity_stall(Activity *a, uint64_t waited_usec, uint64_t latency_usec, uint64_t now);
 
 /* disk_stat_parse() - the 11, 15 or 17 numbers of a stat file. 0, or -EBADMSG. */
 int disk_stat_parse(const char *text, DiskStat *ret);

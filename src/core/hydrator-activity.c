@@ -157,7 +157,7 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         was = h->tuner.yielding;
         stall_test = h->tuner.stall_test;
         tuner_siblings(&h->tuner, nb.readers, nb.queued, nb.sibling_bytes, now);
-        tuner_stalls(&h->tuner, nb.waited_usec, nb.latency_usec);
+        tuner_stalls(&h->tuner, MAX(nb.waited_usec, nb.latency_usec), nb.stall);
         if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
         log_yield(h, was);

@@ -248,6 +248,7 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                 if (!x->fresh) {
                         ret->waited_usec = MAX(ret->waited_usec, f.waited_usec);
                         ret->latency_usec = MAX(ret->latency_usec, f.latency_usec);
+                        ret->stall |= f.stall;
                 }
                 cost = activity_cost(&f);
                 if (x->fresh && now_usec - x->found_usec < NEIGHBOURS_SIBLING_START_USEC)

@@ -57,6 +57,7 @@ typedef struct NeighbourFigures {
         uint64_t latency_usec;         /* the longest mean time their completed requests took on
                                         * one such disk (ActivityFigures.latency_usec) */
         char waiting[KERNEL_NAME_MAX]; /* the disk of the longer of the two, "" none */
+        bool stall; /* one such disk shows a stall, new or gone on (ActivityFigures.stall) */
 } NeighbourFigures;
 
 /*

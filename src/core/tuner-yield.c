@@ -232,11 +232,12 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
 }
 
 static bool stop_yielding(DepthTuner *t, uint64_t now) {
-        /* a test under way ends with the yield; its cut is forgotten with the pace */
-        if (t->stall_test == TUNER_QUEUE_TESTING)
-                t->stall_test = TUNER_QUEUE_NONE;
+        /* A test under way ends with the yield (its cut is forgotten with the pace), and
+         * the next yield's tests have their budget afresh, and find who waits anew. */
+        t->stall_test = TUNER_QUEUE_NONE;
         t->stall_short = false;
-        t->stall_floor_own = t->stall_floor_all = 0;
+        t->stall_budget_set = false;
+        t->stall_ignore_usec = 0;
         t->yielding = false;
         t->pace = 0;
         t->cut = 0;
@@ -316,27 +317,35 @@ static bool stalls_last(const DepthTuner *t) {
         return n >= TUNER_STALL_SECONDS;
 }
 
-/* The longest wait of the last three seconds: the stalls a test begins for are as long as
- * that (the wait that begins it is read as it passes TUNER_STALL_USEC). */
-static uint64_t stall_wait_last(const DepthTuner *t) {
-        uint64_t w = t->their_wait_usec;
-
-        for (unsigned k = 0; k < 3; k++)
-                if (second_back(t, k))
-                        w = MAX(w, second_back(t, k)->wait_max);
-        return w;
+/* Keeps the two longest of the waits @w a test begins for (stall_top, stall_wait). */
+static void stall_wait_add(DepthTuner *t, uint64_t w) {
+        if (w > t->stall_top) {
+                t->stall_wait = t->stall_top;
+                t->stall_top = w;
+        } else if (w > t->stall_wait)
+                t->stall_wait = w;
 }
 
-/* TUNER_STALL_STEP less pace, but no more in all than half the pace the yield's first test
- * began with, whatever the tests after it find: waits that come and go of their own, each
- * test finding them "ours", never take us down to the floor (probes give back the rest). */
+/* TUNER_STALL_STEP less pace, out of a budget of half the pace the yield's first test began
+ * with: waits that come and go of their own, each test finding them "ours", never take us
+ * down to the floor (the probes give back what they took). A test that finds them not ours
+ * gives back what it took. */
 static void cut_for_stalls(DepthTuner *t, uint64_t now) {
-        double own = t->cap_own, all = t->cap_all;
+        double by = MIN(TUNER_STALL_STEP * pace_for(t), t->stall_budget);
 
-        lower_capacities(t, TUNER_STALL_STEP * pace_for(t));
-        t->cap_own = MAX(t->cap_own, MIN(own, t->stall_floor_own));
-        t->cap_all = MAX(t->cap_all, MIN(all, t->stall_floor_all));
+        if (by > 0) {
+                lower_capacities(t, by);
+                t->stall_budget -= by;
+                t->stall_test_cut += by;
+        }
         t->stall_cut_usec = now;
+}
+
+/* The end of a test: left alone @usec. */
+static void end_stall_test(DepthTuner *t, uint64_t usec, uint64_t now) {
+        t->stall_test = TUNER_QUEUE_IGNORED;
+        t->stall_test_usec = now;
+        t->stall_left_usec = usec;
 }
 
 /*
@@ -346,14 +355,15 @@ static void cut_for_stalls(DepthTuner *t, uint64_t now) {
  * (it stands in their latencies from the start) and none can drain alone. Every sibling reads
  * the same counters, so all act at once: the depth short (depth_for_pace()), and
  * TUNER_STALL_STEP less pace now and each second they go on. If they stop, or the longest
- * wait of two seconds in a row falls to half the longest that began the test (a queue drains
+ * wait of two seconds in a row falls to half of those that began the test (a queue drains
  * for seconds after the cut that ends it), they were ours: no more cuts, the capacities stay
  * lowered, the depth short for a while (hold_stalls()). If neither happens within
  * TUNER_STALL_TEST_USEC (a workload's own queue, its own volume's cap), they are not ours:
  * all comes back as it was. Either way stalls are left alone for TUNER_QUEUE_IGNORE_USEC
  * after, twice as long each time they are found not ours again (up to
- * TUNER_PROBE_WAIT_MAX_USEC), so that a neighbour slow on its own costs little; and however
- * often they look ours, the tests of one yield cut at most half its pace (cut_for_stalls()).
+ * TUNER_PROBE_WAIT_MAX_USEC; afresh in each yield), so that a neighbour slow on its own costs
+ * little; and however often they look ours, the tests of one yield cut at most half its pace
+ * (cut_for_stalls()).
  */
 static void test_stalls(DepthTuner *t, uint64_t now) {
         bool stalled = t->their_wait_usec >= TUNER_STALL_USEC;
@@ -364,7 +374,14 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                         return;
                 t->stall_test = TUNER_QUEUE_TESTING;
                 t->stall_test_usec = t->stall_seen_usec = t->stall_window_usec = now;
-                t->stall_wait = stall_wait_last(t);
+                /* How long the waits it begins for are: the second longest of the longest
+                 * of the last four seconds and of its first (the wait that begins it is read
+                 * as it passes TUNER_STALL_USEC, and goes on), so that one long hang among
+                 * them is not what "half" is measured against. */
+                t->stall_top = t->stall_wait = 0;
+                for (unsigned k = 0; k < 4; k++)
+                        stall_wait_add(t, second_back(t, k) ? second_back(t, k)->wait_max : 0);
+                t->stall_test_cut = 0;
                 t->stall_window_max = 0;
                 t->stall_ours = false;
                 t->stall_halved = 0;
@@ -372,11 +389,9 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                 t->stall_short = true;
                 t->stall_cap_own = t->cap_own;
                 t->stall_cap_all = t->cap_all;
-                if (t->stall_floor_own <= 0) {
-                        double half = pace_for(t) / 2;
-
-                        t->stall_floor_own = MAX(t->cap_own - half, 1.0);
-                        t->stall_floor_all = MAX(t->cap_all - half / MAX(t->share, 0.01), 1.0);
+                if (!t->stall_budget_set) {
+                        t->stall_budget = pace_for(t) / 2;
+                        t->stall_budget_set = true;
                 }
                 t->stall_tests++;
                 /* a queue test under way would judge a pace that is not the one it cut */
@@ -390,13 +405,14 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
         case TUNER_QUEUE_TESTING:
                 if (stalled)
                         t->stall_seen_usec = now;
-                /* Over each second: the longest wait, against the longest of those that
-                 * began the test (the one in flight as it began still counts in its first
-                 * second). */
-                if (now - t->stall_test_usec < USEC_PER_SEC)
-                        t->stall_wait = MAX(t->stall_wait, t->their_wait_usec);
+                /* Over each second: the longest wait, against those that began the test. */
                 t->stall_window_max = MAX(t->stall_window_max, t->their_wait_usec);
-                if (now - t->stall_window_usec >= USEC_PER_SEC) {
+                if (now - t->stall_window_usec >= USEC_PER_SEC &&
+                    t->stall_window_usec == t->stall_test_usec) {
+                        stall_wait_add(t, t->stall_window_max); /* its first second */
+                        t->stall_window_max = 0;
+                        t->stall_window_usec = now;
+                } else if (now - t->stall_window_usec >= USEC_PER_SEC) {
                         /* two seconds in a row: one quiet second is no trend */
                         t->stall_halved =
                                 t->stall_window_max <= t->stall_wait / 2 ? t->stall_halved + 1 : 0;
@@ -406,28 +422,26 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                 }
                 if (now - t->stall_seen_usec >= TUNER_STALL_CLEAR_USEC) {
                         /* ours: gone. The depth stays short a while, and waits are left
-                         * alone as long as after a test that found them not ours: a
-                         * neighbour whose waits come and go of their own cannot cut again
-                         * at once. */
-                        t->stall_test = TUNER_QUEUE_IGNORED;
+                         * alone TUNER_QUEUE_IGNORE_USEC: a neighbour whose waits come and go
+                         * of their own cannot cut again at once. */
+                        end_stall_test(t, TUNER_QUEUE_IGNORE_USEC, now);
                         t->stall_gone = true;
-                        t->stall_test_usec = t->stall_short_usec = now;
-                        if (t->stall_ignore_usec == 0)
-                                t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
+                        t->stall_short_usec = now;
                         t->cap_seen_usec = now;
                         return;
                 }
                 if (!t->stall_ours && now - t->stall_test_usec >= TUNER_STALL_TEST_USEC) {
-                        /* not ours: as before, and left alone twice as long as the last time */
+                        /* not ours: as before, and left alone twice as long as the last time
+                         * in this yield */
                         t->cap_own = t->stall_cap_own;
                         t->cap_all = t->stall_cap_all;
+                        t->stall_budget += t->stall_test_cut;
                         t->stall_short = false;
-                        t->stall_test = TUNER_QUEUE_IGNORED;
-                        t->stall_test_usec = now;
                         t->stall_ignore_usec =
                                 t->stall_ignore_usec > 0
                                         ? MIN(2 * t->stall_ignore_usec, TUNER_PROBE_WAIT_MAX_USEC)
                                         : TUNER_QUEUE_IGNORE_USEC;
+                        end_stall_test(t, t->stall_ignore_usec, now);
                         return;
                 }
                 if (now - t->stall_test_usec >= 2 * TUNER_STALL_TEST_USEC) {
@@ -435,10 +449,8 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                          * stays (and the short depth for a while); no more cuts for them
                          * for a while, so that what is not ours does not take us down to
                          * the floor. */
-                        t->stall_test = TUNER_QUEUE_IGNORED;
-                        t->stall_test_usec = t->stall_short_usec = now;
-                        if (t->stall_ignore_usec == 0)
-                                t->stall_ignore_usec = TUNER_QUEUE_IGNORE_USEC;
+                        end_stall_test(t, TUNER_QUEUE_IGNORE_USEC, now);
+                        t->stall_short_usec = now;
                         return;
                 }
                 /* No more cuts once the waits fell by half: the queue drains from there. */
@@ -446,7 +458,7 @@ static void test_stalls(DepthTuner *t, uint64_t now) {
                         cut_for_stalls(t, now);
                 return;
         case TUNER_QUEUE_IGNORED:
-                if (now - t->stall_test_usec >= t->stall_ignore_usec)
+                if (now - t->stall_test_usec >= t->stall_left_usec)
                         t->stall_test = TUNER_QUEUE_NONE;
                 return;
         }

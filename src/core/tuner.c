@@ -138,22 +138,9 @@ void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double byt
         }
 }
 
-void tuner_stalls(DepthTuner *t, uint64_t waited_usec, uint64_t latency_usec) {
-        /* A wait in flight ends in a sample under TUNER_STALL_USEC (activity.c reads 0 after
-         * any completion): the next one over it is another. The completions of that sample
-         * took as long as the wait counted already (one request at a time): not a stall again. */
-        bool ended = t->stall_counted && waited_usec < TUNER_STALL_USEC;
-
-        if (waited_usec < TUNER_STALL_USEC)
-                t->stall_counted = false;
-        /* A stall in this sample's second: a wait in flight passing TUNER_STALL_USEC, or
-         * lasting TUNER_STALL_LONG_USEC (one of 300 ms across the turn of a second is not
-         * two), or requests done that took that long on average and end no wait counted. */
-        t->stall_new = waited_usec >= TUNER_STALL_LONG_USEC ||
-                       (waited_usec >= TUNER_STALL_USEC && !t->stall_counted) ||
-                       (latency_usec >= TUNER_STALL_USEC && !ended);
-        t->stall_counted |= waited_usec >= TUNER_STALL_USEC;
-        t->their_wait_usec = MAX(waited_usec, latency_usec);
+void tuner_stalls(DepthTuner *t, uint64_t wait_usec, bool stall) {
+        t->their_wait_usec = wait_usec;
+        t->stall_new = stall;
 }
 
 bool tuner_queueing(const DepthTuner *t) {

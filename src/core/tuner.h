@@ -108,10 +108,9 @@
  *    any kind; a workload's own queue is there whatever we do), the pace comes back and
  *    queues are left alone for TUNER_QUEUE_IGNORE_USEC. Their own latency is watched too,
  *    where only they read (tuner_stalls()): requests of theirs that wait TUNER_STALL_USEC
- *    or more, in TUNER_STALL_SECONDS of the last three seconds (one in flight counts in the
- *    second it passes TUNER_STALL_USEC, and in every one once it has lasted
- *    TUNER_STALL_LONG_USEC; those completed count where their mean time is that long, unless
- *    they end a wait counted already), are harm that may be ours
+ *    or more, in flight or done, in TUNER_STALL_SECONDS of the last three seconds (a stall
+ *    counts in the second it begins, and again each second it goes on: one of 300 ms across
+ *    the turn of a second is not two; ActivityFigures.stall), are harm that may be ours
  *    whatever our reads see (behind a cap we share with siblings, a queue all of us keep is
  *    in every sibling's latency from the start, and a quarter less of one's pace does not
  *    drain it). Each sibling sees the same stalls at once, so all act together: the reads
@@ -120,12 +119,13 @@
  *    stayed: they come from the reads waiting at the cap, not from its rate), and the
  *    capacities are lowered by TUNER_STALL_STEP of the pace at once and each second stalls
  *    last. None for TUNER_STALL_CLEAR_USEC, or the longest wait of two seconds in a row half
- *    the longest of the three before the test, within TUNER_STALL_TEST_USEC: they were ours,
- *    no more cuts, the capacities stay lowered and the depth short for
- *    TUNER_STALL_HOLD_USEC; else they are not ours: all comes back as it was. Either way
- *    stalls are left alone for TUNER_QUEUE_IGNORE_USEC after (twice as long each time they
- *    are found not ours again), and the tests of one yield take at most half of the pace
- *    the first began with.
+ *    of those that began the test (the second longest of the longest of the four seconds
+ *    before it and of its first), within TUNER_STALL_TEST_USEC: they were ours, no more
+ *    cuts, the capacities stay lowered and the depth short for TUNER_STALL_HOLD_USEC; else
+ *    they are not ours: all comes back as it was. Either way stalls are left alone for
+ *    TUNER_QUEUE_IGNORE_USEC after (twice as long each time they are found not ours again
+ *    in the yield), and the tests of one yield take at most half of the pace the first began
+ *    with (a test found not ours gives back what it took).
  *    At the start of a yield the pace is halved until the queue we held before has drained.
  *    Capacities not seen at saturation for TUNER_CAPACITY_TRUST_USEC are believed
  *    TUNER_YIELD_PROBE a second larger while no queue shows, so that one learned low (behind
@@ -147,6 +147,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "activity.h"
 #include "util.h"
 
 #define TUNER_SLOW_START_SAMPLES 8 /* a round's delay: the smallest of its first 8 reads */
@@ -207,10 +208,9 @@
 #define TUNER_QUEUE_IGNORE_USEC (30 * USEC_PER_SEC) /* ... not ours: left alone for a while */
 /* A request of theirs on a disk beside ours that no sibling reads waited this long (activity.h):
  * a stall; ... */
-#define TUNER_STALL_USEC (200 * USEC_PER_MSEC)
+#define TUNER_STALL_USEC ACTIVITY_STALL_USEC
 #define TUNER_STALL_SECONDS 2 /* ... in so many of the last three seconds: harm, maybe ours */
-#define TUNER_STALL_LONG_USEC USEC_PER_SEC /* (a wait counts in one, but one this long in all); */
-#define TUNER_STALL_STEP 0.1               /* ... the pace 10% less each second stalls last, */
+#define TUNER_STALL_STEP 0.1  /* ... the pace 10% less each second stalls last, */
 #define TUNER_STALL_CLEAR_USEC (3 * USEC_PER_SEC) /* ... ours if none shows for 3 s, */
 #define TUNER_STALL_TEST_USEC (6 * USEC_PER_SEC)  /* ... or less by half within 6 s */
 #define TUNER_STALL_HOLD_USEC (60 * USEC_PER_SEC) /* ... then the depth short for a minute */
@@ -387,13 +387,13 @@ typedef struct DepthTuner {
         bool probing;               /* the capacities grow: probing */
         unsigned yields;            /* times it started yielding (for the log) */
         uint64_t their_wait_usec;   /* a request beside us has waited so long (tuner_stalls()) */
-        bool stall_counted;         /* ... one in flight, and a second stalled for it already */
-        bool stall_new;             /* ... the last sample saw a stall of its own */
+        bool stall_new;             /* ... the last sample saw a new stall (tuner_stalls()) */
         TunerQueueTest stall_test;  /* stalls seen while yielding: ours? */
         uint64_t stall_test_usec;   /* when it began (or they were found not ours) */
         uint64_t stall_seen_usec;   /* ... when one showed last */
         uint64_t stall_cut_usec;    /* ... when the pace was last cut for them */
-        uint64_t stall_wait;        /* ... the longest wait that began it, usec */
+        uint64_t stall_top;         /* ... the longest wait of the seconds that began it, */
+        uint64_t stall_wait;        /* ... the second longest: theirs, usec */
         uint64_t stall_window_usec; /* ... the second being watched began then, */
         uint64_t stall_window_max;  /* ... and its longest wait so far */
         bool stall_gone;            /* ... they stopped (ours) */
@@ -401,10 +401,13 @@ typedef struct DepthTuner {
         bool stall_ours;            /* ... a second's longest fell to half: ours */
         bool stall_short;           /* ... reads in flight for the pace at the base latency, */
         uint64_t stall_short_usec;  /* ... since they were found ours (TUNER_STALL_HOLD_USEC) */
-        uint64_t stall_ignore_usec; /* not ours: left alone this long (0: not yet found so) */
-        double stall_cap_own, stall_cap_all;     /* ... the capacities before it */
-        double stall_floor_own, stall_floor_all; /* ... and no test of this yield below these */
-        unsigned stall_tests;                    /* ... begun (for the log) */
+        uint64_t stall_left_usec;   /* ... ended: left alone this long */
+        uint64_t stall_ignore_usec; /* not ours: so long, in this yield (0: not found so yet) */
+        double stall_cap_own, stall_cap_all; /* ... the capacities before it */
+        double stall_test_cut;               /* ... the pace it took */
+        double stall_budget;                 /* what the tests of this yield may take still, */
+        bool stall_budget_set;               /* ... set at its first (half its pace) */
+        unsigned stall_tests;                /* ... begun (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */
@@ -433,12 +436,13 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
 void tuner_siblings(DepthTuner *t, unsigned readers, unsigned queued, double bytes,
                     uint64_t now_usec);
 /*
- * tuner_stalls() - before each tuner_sample(): a request on a disk beside ours that no sibling
- * reads has waited @waited_usec and still waits (0: none waits), and the requests completed
- * there in the last sample took @latency_usec on average (0: none; activity.h). Theirs alone:
- * what such a disk's requests wait is the harm a queue of ours behind a cap we share does them.
+ * tuner_stalls() - before each tuner_sample(): on the disks beside ours that no sibling reads,
+ * a request has waited @wait_usec (in flight, or done in the last sample: the longer), and
+ * @stall: one of them shows a stall that is new or has gone on another second
+ * (ActivityFigures.stall). Theirs alone: what such a disk's requests wait is the harm a queue
+ * of ours behind a cap we share does them.
  */
-void tuner_stalls(DepthTuner *t, uint64_t waited_usec, uint64_t latency_usec);
+void tuner_stalls(DepthTuner *t, uint64_t wait_usec, bool stall);
 /*
  * tuner_start_share() - before the first read: @siblings other hydrators on the host are
  * running. The slow start begins at an equal share of the depth it would start at (they may

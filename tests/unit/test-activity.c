@@ -406,10 +406,70 @@ static void test_activity_latency(void **state) {
         /* none done: none measured */
         step(&d, 0, 0, 0, &f);
         assert_true(f.latency_usec == 0);
-        /* ticks gone back (another device under the name): nothing, not a huge figure */
+        /* the kernel's 32-bit count of ms wraps: two reads of 30 ms across it */
+        d.st.read_ticks = UINT32_MAX - 9;
+        step(&d, 0, 16384, 0, &f);
+        d.st.read_ticks = 50;
+        step(&d, 0, 2 * 16384, 0, &f);
+        assert_int_equal(f.latency_usec, 30 * USEC_PER_MSEC);
+        /* counts gone back (another device under the name): nothing, not a huge figure */
+        d.st.read_ios = 1;
         d.st.read_ticks = 5;
         step(&d, 0, 16384, 0, &f);
         assert_true(f.latency_usec == 0);
+}
+
+/* A stall (ActivityFigures.stall) is counted where it begins and each second it goes on: a
+ * request that waits 300 ms across the turn of a sample, then completes, is one; eight in
+ * flight that take 300 ms each, some done in every sample, one each second. */
+static void test_activity_stall(void **state) {
+        Disk d = {0};
+        ActivityFigures f;
+        unsigned n = 0;
+
+        step(&d, 0, 0, 0, &f);
+        d.st.in_flight = 1;
+        step(&d, 0, 16384, 0, &f); /* one done, the next in flight */
+        assert_false(f.stall);
+        step(&d, 0, 0, 0, &f);
+        step(&d, 0, 0, 0, &f);
+        assert_int_equal(f.waited_usec, 2 * ACTIVITY_SAMPLE_USEC);
+        assert_true(f.stall);
+        /* it completes after 300 ms: its time shows, the same stall */
+        d.st.read_ticks += 300;
+        step(&d, 0, 16384, 0, &f);
+        assert_int_equal(f.latency_usec, 300 * USEC_PER_MSEC);
+        assert_false(f.stall);
+        /* the next is done within a sample: over */
+        d.st.read_ticks += 5;
+        step(&d, 0, 16384, 0, &f);
+        assert_false(f.stall);
+        /* two in flight from one sample, none done for 300 ms, then one, then the other: one
+         * stall */
+        d.st.in_flight = 2;
+        step(&d, 0, 0, 0, &f);
+        step(&d, 0, 0, 0, &f);
+        assert_true(f.stall);
+        step(&d, 0, 0, 0, &f);
+        assert_false(f.stall);
+        d.st.read_ticks += 310;
+        step(&d, 0, 16384, 0, &f);
+        assert_false(f.stall);
+        d.st.read_ticks += 410;
+        d.st.in_flight = 0;
+        step(&d, 0, 16384, 0, &f);
+        assert_int_equal(f.latency_usec, 410 * USEC_PER_MSEC);
+        assert_false(f.stall);
+        step(&d, 0, 0, 0, &f);
+        assert_false(f.stall);
+        /* a deep workload stalled for 3 s */
+        d.st.in_flight = 8;
+        for (int i = 0; i < 30; i++) {
+                d.st.read_ticks += 3 * 300;
+                step(&d, 0, 3 * 16384, 0, &f);
+                n += f.stall;
+        }
+        assert_int_equal(n, 3);
 }
 
 static void test_activity_first_samples_are_no_burst(void **state) {
@@ -541,6 +601,7 @@ int main(void) {
                 cmocka_unit_test(test_activity_forget_reads),
                 cmocka_unit_test(test_activity_waited),
                 cmocka_unit_test(test_activity_latency),
+                cmocka_unit_test(test_activity_stall),
                 cmocka_unit_test(test_activity_first_samples_are_no_burst),
                 cmocka_unit_test(test_activity_allowance),
                 cmocka_unit_test(test_activity_counters_going_back),

@@ -59,6 +59,7 @@ typedef struct Device {
         double their_wait;          /* ... and this much more of their own, usec */
         uint64_t wait_at, wait_len; /* ... or one wait of theirs alone, then */
         bool deep;                  /* ... the workload keeps many requests in flight */
+        Activity disk[MAX_TUNERS];  /* ... its disk as each tuner reads it (activity_stall()) */
         double queue_now;           /* the queue's wait now, usec (device_step()) */
         double own_cost;            /* ... and on their own disk */
         double backlog[MAX_TUNERS]; /* bytes waiting at the cap (one per cap) */
@@ -195,7 +196,7 @@ static uint64_t their_wait(const Device *v, uint64_t now, uint64_t *ret_latency)
 }
 
 /* The look at the counters every 100 ms: what tuner @i hears of the others. */
-static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, const double *rate,
+static void sample(Device *v, DepthTuner **t, unsigned n, unsigned i, const double *rate,
                    uint64_t now) {
         double siblings = 0, others = v->other_cost, own = v->own_cost;
         unsigned readers = 0, queued = 0;
@@ -212,8 +213,10 @@ static void sample(const Device *v, DepthTuner **t, unsigned n, unsigned i, cons
         if (v->stalls && v->foreground > 0 && v->neighbours) {
                 uint64_t latency, waited = their_wait(v, now, &latency);
 
-                tuner_stalls(t[i], waited, latency);
-        }
+                tuner_stalls(t[i], MAX(waited, latency),
+                             activity_stall(&v->disk[i], waited, latency, now));
+        } else
+                tuner_stalls(t[i], 0, false);
         if (v->foreground > 0 && v->visible[i])
                 own += v->foreground;
         else if (v->foreground > 0 && v->neighbours)
@@ -1218,6 +1221,66 @@ static void test_tuner_one_stall_is_not_two(void **state) {
         assert_int_equal(a.stall_tests, 2);
 }
 
+static void test_tuner_stalls_halved_once(void **state) {
+        /* Waits of 600 ms of the neighbour's own that fall for a second and a half during a
+         * test, then come back: one quiet second is no trend; not ours, the pace comes back. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .neighbours = true};
+        DepthTuner a, b, *all[] = {&a, &b};
+        uint64_t now = 0;
+        double before;
+
+        before = stall_setup(all, &v, &now);
+        v.their_wait = 600 * MSEC;
+        while (a.stall_test != TUNER_QUEUE_TESTING && now < 60 * SEC + 5 * SEC * 10)
+                (void)drive_all(all, 2, &v, &now, SAMPLE);
+        assert_int_equal(a.stall_test, TUNER_QUEUE_TESTING);
+        (void)drive_all(all, 2, &v, &now, 2 * SEC);
+        v.their_wait = 100 * MSEC;
+        (void)drive_all(all, 2, &v, &now, 1500 * MSEC);
+        v.their_wait = 600 * MSEC;
+        (void)drive_all(all, 2, &v, &now, TUNER_STALL_TEST_USEC);
+        assert_false(a.stall_ours);
+        assert_int_equal(a.stall_test, TUNER_QUEUE_IGNORED);
+        assert_true(tuner_pace(&a) >= 0.95 * before);
+}
+
+static void test_tuner_stalls_gone_then_left_alone(void **state) {
+        /* Waits that stop after the cut are ours; if they come back at once, they are left
+         * alone for TUNER_QUEUE_IGNORE_USEC (a neighbour's waits that come and go of their own
+         * cannot cut again and again). A yield that ends ends a test under way. */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .neighbours = true};
+        DepthTuner a, b, *all[] = {&a, &b};
+        uint64_t now = 0, gone;
+        double cut;
+
+        (void)stall_setup(all, &v, &now);
+        v.their_wait = 400 * MSEC;
+        (void)drive_all(all, 2, &v, &now, 3 * SEC);
+        assert_int_equal(a.stall_tests, 1);
+        v.their_wait = 0;
+        (void)drive_all(all, 2, &v, &now, 4 * SEC);
+        assert_int_equal(a.stall_test, TUNER_QUEUE_IGNORED);
+        assert_true(a.stall_gone && a.stall_short);
+        gone = now;
+        cut = tuner_pace(&a);
+        v.their_wait = 400 * MSEC;
+        while (now - gone < TUNER_QUEUE_IGNORE_USEC - SEC) {
+                (void)drive_all(all, 2, &v, &now, SEC);
+                assert_int_equal(a.stall_tests, 1);
+        }
+        assert_true(tuner_pace(&a) >= 0.99 * cut);
+        (void)drive_all(all, 2, &v, &now, 4 * SEC);
+        assert_int_equal(a.stall_tests, 2);
+        assert_int_equal(a.stall_test, TUNER_QUEUE_TESTING);
+        /* the workload stops: no yield, no test, nothing left alone */
+        v.foreground = 0;
+        v.their_wait = 0;
+        (void)drive_all(all, 2, &v, &now, 20 * SEC);
+        assert_false(a.yielding);
+        assert_int_equal(a.stall_test, TUNER_QUEUE_NONE);
+        assert_false(a.stall_short);
+}
+
 static void test_tuner_stalls_that_come_and_go(void **state) {
         /* A neighbour whose requests wait 250 ms for three seconds in every fifteen, whatever
          * we read: each test sees them go soon after it cut, and would call them ours. Five
@@ -1663,6 +1726,8 @@ int main(void) {
                 cmocka_unit_test(test_tuner_stalls_not_ours),
                 cmocka_unit_test(test_tuner_stalls_ours_in_part),
                 cmocka_unit_test(test_tuner_one_stall_is_not_two),
+                cmocka_unit_test(test_tuner_stalls_halved_once),
+                cmocka_unit_test(test_tuner_stalls_gone_then_left_alone),
                 cmocka_unit_test(test_tuner_stalls_that_come_and_go),
                 cmocka_unit_test(test_tuner_late_siblings_get_their_share),
                 cmocka_unit_test(test_tuner_first_relearn_waits_while_alone),
