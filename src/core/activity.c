@@ -207,23 +207,27 @@ static bool learn_split(Activity *a, const DiskStat *st, const ActivityOurs *our
         return true;
 }
 
+/* The disk's counts went back since the last sample: another device under the name. */
+static bool replaced(const Activity *a, const DiskStat *st) {
+        return st->read_ios < a->last.read_ios || st->write_ios < a->last.write_ios;
+}
+
 /*
  * How long a request of the disk has waited at least (ActivityFigures.waited_usec). The
  * requests in flight at a sample after which none completed are all still in flight: the
  * oldest of them is as old as the time since that sample, at least. One in flight now after a
- * sample with none may be new, so the wait counts from now. Any completion starts it again.
+ * sample with none may be new, so the wait counts from now. Any completion starts it again,
+ * and so does another device under the name (its requests are new).
  */
 static uint64_t waited(Activity *a, const DiskStat *st, uint64_t now) {
         uint64_t done = delta(st->read_ios, a->last.read_ios) +
                         delta(st->write_ios, a->last.write_ios) +
                         delta(st->discard_ios, a->last.discard_ios) +
                         delta(st->flush_ios, a->last.flush_ios);
-        /* counters gone back: another device under the name, whose requests are new */
-        bool replaced = st->read_ios < a->last.read_ios || st->write_ios < a->last.write_ios;
 
         if (st->in_flight == 0)
                 a->waiting_usec = 0;
-        else if (done > 0 || replaced || a->waiting_usec == 0)
+        else if (done > 0 || replaced(a, st) || a->waiting_usec == 0)
                 a->waiting_usec = now;
         return a->waiting_usec > 0 ? now - a->waiting_usec : 0;
 }
@@ -241,7 +245,7 @@ static uint64_t delta_ticks(uint64_t now, uint64_t then) {
 static uint64_t latency(const Activity *a, const DiskStat *st) {
         uint64_t ios, ticks;
 
-        if (st->read_ios < a->last.read_ios || st->write_ios < a->last.write_ios)
+        if (replaced(a, st))
                 return 0;
         ios = st->read_ios - a->last.read_ios + st->write_ios - a->last.write_ios;
         ticks = delta_ticks(st->read_ticks, a->last.read_ticks) +

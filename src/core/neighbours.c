@@ -242,10 +242,10 @@ void neighbours_sample(Neighbours *n, uint64_t now_usec, const SaveNews *own,
                         f.reads = 0;
                 }
                 /* What a request waits there: on a sibling's disk its reads are in it. */
-                if (!x->fresh &&
-                    MAX(f.waited_usec, f.latency_usec) > MAX(ret->waited_usec, ret->latency_usec))
-                        snprintf(ret->waiting, sizeof(ret->waiting), "%s", x->name);
                 if (!x->fresh) {
+                        if (MAX(f.waited_usec, f.latency_usec) >
+                            MAX(ret->waited_usec, ret->latency_usec))
+                                snprintf(ret->waiting, sizeof(ret->waiting), "%s", x->name);
                         ret->waited_usec = MAX(ret->waited_usec, f.waited_usec);
                         ret->latency_usec = MAX(ret->latency_usec, f.latency_usec);
                         ret->stall |= f.stall;

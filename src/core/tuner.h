@@ -389,7 +389,7 @@ typedef struct DepthTuner {
         uint64_t their_wait_usec;   /* a request beside us has waited so long (tuner_stalls()) */
         bool stall_new;             /* ... the last sample saw a new stall (tuner_stalls()) */
         TunerQueueTest stall_test;  /* stalls seen while yielding: ours? */
-        uint64_t stall_test_usec;   /* when it began (or they were found not ours) */
+        uint64_t stall_test_usec;   /* when it began (or ended, with a verdict) */
         uint64_t stall_seen_usec;   /* ... when one showed last */
         uint64_t stall_cut_usec;    /* ... when the pace was last cut for them */
         uint64_t stall_top;         /* ... the longest wait of the seconds that began it, */
@@ -398,7 +398,7 @@ typedef struct DepthTuner {
         uint64_t stall_window_max;  /* ... and its longest wait so far */
         bool stall_gone;            /* ... they stopped (ours) */
         unsigned stall_halved;      /* ... seconds in a row whose longest wait was half */
-        bool stall_ours;            /* ... a second's longest fell to half: ours */
+        bool stall_ours;            /* ... two such seconds: ours */
         bool stall_short;           /* ... reads in flight for the pace at the base latency, */
         uint64_t stall_short_usec;  /* ... since they were found ours (TUNER_STALL_HOLD_USEC) */
         uint64_t stall_left_usec;   /* ... ended: left alone this long */
