@@ -513,12 +513,15 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
         }
         if (!t->cap_known) {
                 /* Growing until reads queue; then a second at that depth, saturated all of it:
-                 * what it delivered is the capacity. */
+                 * what it delivered is the capacity, unless the seconds before delivered more
+                 * (what they did is at most the capacity too): a cap that stops and goes (the
+                 * rig's) gave one such second 70.6 MiB/s of 125, and a sibling that took it
+                 * read 6-7 MiB/s from then on. */
                 if (queue && t->probe_hold_usec == 0)
                         t->probe_hold_usec = now;
                 if (t->probe_hold_usec > 0 && now - t->probe_hold_usec >= USEC_PER_SEC) {
-                        t->cap_own = own_total;
-                        t->cap_all = all_total;
+                        t->cap_own = MAX(t->cap_own, own_total);
+                        t->cap_all = MAX(t->cap_all, all_total);
                         t->cap_known = true;
                         t->cap_seen_usec = now;
                 }

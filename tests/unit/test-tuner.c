@@ -987,6 +987,49 @@ static void test_tuner_yield_grows_on_completions(void **state) {
         assert_true(t.depth > depth);
 }
 
+static void test_tuner_slow_second_is_not_the_capacity(void **state) {
+        /* Yielding before any capacity is known (here from 1.5 s of reads alone, not saturated
+         * for TUNER_KNOWN_SECONDS), the depth grows until reads queue, and the second after is
+         * taken as the capacity. The rig's cap stops and goes: in one run that
+         * second delivered 70.6 MiB/s of a 125 MiB/s cap, and the sibling read 6-7 MiB/s from
+         * then on. What was delivered over the seconds before is at most the capacity too:
+         * the larger of the two holds. */
+        Device v = {.latency_usec = 90 * MSEC,
+                    .cap = 125.0 * MiB,
+                    .foreground = FOREGROUND,
+                    .visible = {true}};
+        const double spare = 125.0 * MiB - FOREGROUND;
+        DepthTuner t;
+        uint64_t now = 0;
+        Run run;
+
+        tuner_init(&t, 4, 32, 256, now);
+        v.foreground = 0; /* our reads alone for a moment: the rates say what the cap gives */
+        (void)drive(&t, &v, &now, 1500 * MSEC);
+        v.foreground = FOREGROUND;
+        for (int i = 0; i < 100 && !t.yielding; i++)
+                (void)drive(&t, &v, &now, SAMPLE);
+        assert_true(t.yielding);
+        assert_false(t.cap_known);
+        for (int i = 0; i < 300 && t.probe_hold_usec == 0; i++)
+                (void)drive(&t, &v, &now, SAMPLE);
+        assert_true(t.probe_hold_usec > 0);
+        assert_false(t.cap_known);
+        v.cap = 60.0 * MiB; /* the second that says what the capacity is: a slow one */
+        (void)drive(&t, &v, &now, SEC + SAMPLE);
+        assert_true(t.cap_known);
+        v.cap = 125.0 * MiB;
+        (void)drive(&t, &v, &now, 5 * SEC);
+        run = drive(&t, &v, &now, 20 * SEC);
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "caps %.1f %.1f, pace %.1f, rate %.1f of a spare %.1f\n",
+                        t.cap_own / MiB, t.cap_all / MiB, tuner_pace(&t) / MiB, run.rate[0] / MiB,
+                        spare / MiB);
+        assert_true(t.cap_all >= 0.9 * 125.0 * MiB);
+        assert_true(run.rate[0] >= 0.75 * spare);
+        assert_true(run.queue_p999 <= PROBE_QUEUE_MAX);
+}
+
 static void test_tuner_fixed_depth_yields_too(void **state) {
         Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
         DepthTuner t;
@@ -1719,6 +1762,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_capacity_learned_low_recovers),
                 cmocka_unit_test(test_tuner_yields_from_the_start),
                 cmocka_unit_test(test_tuner_yield_grows_on_completions),
+                cmocka_unit_test(test_tuner_slow_second_is_not_the_capacity),
                 cmocka_unit_test(test_tuner_fixed_depth_yields_too),
                 cmocka_unit_test(test_tuner_shared_cap_siblings_share),
                 cmocka_unit_test(test_tuner_siblings_stop_their_stalls),
