@@ -134,7 +134,8 @@
  *    (busy from the start, or a queue that was never seen as ours), it starts at the depth the
  *    pace needs at the base latency and the yield's target (at least TUNER_YIELD_START reads),
  *    and once the queue it held before has drained adds one a sample in which a read of ours
- *    completed, until reads queue: that total is the capacity.
+ *    completed, until reads queue: that total over the second after is the capacity, unless
+ *    the seconds before delivered more (a cap that stops and goes gives slow seconds).
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
