@@ -990,10 +990,10 @@ static void test_tuner_yield_grows_on_completions(void **state) {
 static void test_tuner_slow_second_is_not_the_capacity(void **state) {
         /* Yielding before any capacity is known (here from 1.5 s of reads alone, not saturated
          * for TUNER_KNOWN_SECONDS), the depth grows until reads queue, and the second after is
-         * taken as the capacity. The rig's cap stops and goes: in one run that
-         * second delivered 70.6 MiB/s of a 125 MiB/s cap, and the sibling read 6-7 MiB/s from
-         * then on. What was delivered over the seconds before is at most the capacity too:
-         * the larger of the two holds. */
+         * taken as the capacity. The rig's cap stops and goes: in one run that second
+         * delivered 70.6 MiB/s of a 125 MiB/s cap, and the sibling read 6-7 MiB/s from then
+         * on. What was delivered over the seconds before is at most the capacity too: the
+         * larger of the two holds. */
         Device v = {.latency_usec = 90 * MSEC,
                     .cap = 125.0 * MiB,
                     .foreground = FOREGROUND,
