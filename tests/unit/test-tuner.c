@@ -994,17 +994,14 @@ static void test_tuner_slow_second_is_not_the_capacity(void **state) {
          * delivered 70.6 MiB/s of a 125 MiB/s cap, and the sibling read 6-7 MiB/s from then
          * on. What was delivered over the seconds before is at most the capacity too: the
          * larger of the two holds. */
-        Device v = {.latency_usec = 90 * MSEC,
-                    .cap = 125.0 * MiB,
-                    .foreground = FOREGROUND,
-                    .visible = {true}};
+        /* our reads alone for a moment: the rates say what the cap gives */
+        Device v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB, .visible = {true}};
         const double spare = 125.0 * MiB - FOREGROUND;
         DepthTuner t;
         uint64_t now = 0;
         Run run;
 
         tuner_init(&t, 4, 32, 256, now);
-        v.foreground = 0; /* our reads alone for a moment: the rates say what the cap gives */
         (void)drive(&t, &v, &now, 1500 * MSEC);
         v.foreground = FOREGROUND;
         for (int i = 0; i < 100 && !t.yielding; i++)
