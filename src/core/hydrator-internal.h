@@ -63,6 +63,7 @@ struct Hydrator {
 
         double tokens; /* rate limiter: bytes that may be requested now */
         uint64_t tokens_usec;
+        uint64_t batch_usec; /* while paced: no read before this, the next batch's time */
         sd_event_source *rate_timer;
 
         sd_event_source *aio_timer; /* retries io_setup while fs.aio-max-nr is used up */

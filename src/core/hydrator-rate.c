@@ -21,15 +21,23 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
 /*
  * Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer.
  * RateLimit= allows a tenth of a second's burst. The tuner's pace goes out in batches, one every
- * HYDRATOR_PACE_BATCH_USEC: the timer waits until a batch's worth has built up. A device
+ * TUNER_PACE_BATCH_USEC: the timer waits until a batch's worth has built up. A device
  * that answers a read only once the reads that came after it are answered too (the rig's FUSE
  * export nests its requests) never answers a stream of reads spaced closer than its latency
  * until our queue is full; a batch a period apart is answered a latency later, like any
  * device's. The bucket keeps HYDRATOR_PACE_CATCH_UP_USEC more, so that a timer that fired late
  * (or a loop busy for a moment) costs no pace.
+ *
+ * Batches go out at multiples of the period on the monotonic clock, which every process on the
+ * host shares: siblings that are paced send together, and between batches nothing is sent,
+ * not even when a completion finds tokens. Behind a shared cap, each sibling's batch at a phase
+ * of its own kept reads arriving all the time, and a workload on the family waited for
+ * whichever batch was in front of it; batches in step leave the rest of the period to it
+ * (docs/bench/real-host.md). A batch that the queue depth cut short stays open: completions
+ * send the rest of it.
  */
 bool hydrator_rate_allows(Hydrator *h, uint64_t bytes) {
-        uint64_t now = hydrator_now_usec();
+        uint64_t now = hydrator_now_usec(), at;
         bool paced;
         double limit = rate_limit(h, &paced), burst, wait_for = (double)bytes;
 
@@ -39,7 +47,7 @@ bool hydrator_rate_allows(Hydrator *h, uint64_t bytes) {
         }
         if (paced) {
                 wait_for = MAX((double)bytes,
-                               limit * (double)HYDRATOR_PACE_BATCH_USEC / (double)USEC_PER_SEC);
+                               limit * (double)TUNER_PACE_BATCH_USEC / (double)USEC_PER_SEC);
                 burst = wait_for +
                         limit * (double)HYDRATOR_PACE_CATCH_UP_USEC / (double)USEC_PER_SEC;
         } else
@@ -47,14 +55,23 @@ bool hydrator_rate_allows(Hydrator *h, uint64_t bytes) {
         h->tokens += (double)(now - h->tokens_usec) * limit / (double)USEC_PER_SEC;
         h->tokens = MIN(h->tokens, burst);
         h->tokens_usec = now;
-        if (h->tokens >= (double)bytes) {
+        if (paced && now < h->batch_usec)
+                at = h->batch_usec; /* between batches */
+        else if (h->tokens >= (double)bytes) {
                 h->tokens -= (double)bytes;
                 return true;
+        } else {
+                /* paced: the first multiple of the period with tokens for this read (the
+                 * batch there is the period's worth, or its late timer's more) */
+                at = now +
+                     (uint64_t)(((paced ? (double)bytes : wait_for) - h->tokens) *
+                                (double)USEC_PER_SEC / limit) +
+                     1;
+                if (paced)
+                        h->batch_usec = at =
+                                DIV_ROUND_UP(at, TUNER_PACE_BATCH_USEC) * TUNER_PACE_BATCH_USEC;
         }
-        if (hydrator_arm_timer(
-                    h->rate_timer,
-                    now + (uint64_t)((wait_for - h->tokens) * (double)USEC_PER_SEC / limit) + 1) <
-            0)
+        if (hydrator_arm_timer(h->rate_timer, at) < 0)
                 hydrator_finish(h, HYDRATOR_FAILED, -ENOMEM);
         return false;
 }

@@ -48,9 +48,8 @@
  * (the kernel's own reads for GETFSMAP and for the inodes HotPaths= looks up are nobody's in the
  * counters we have, and the discovery's buffered reads land after it counted them). */
 #define HYDRATOR_MAPPING_SETTLE_USEC (2 * USEC_PER_SEC)
-/* While yielding, reads go out in a batch this often, paced (hydrator_rate_allows()) ... */
-#define HYDRATOR_PACE_BATCH_USEC (100 * USEC_PER_MSEC)
-/* ... and the token bucket keeps this much of the pace more for a rate timer that fired late. */
+/* While yielding, reads go out in a batch every TUNER_PACE_BATCH_USEC (hydrator_rate_allows()),
+ * and the token bucket keeps this much of the pace more for a rate timer that fired late. */
 #define HYDRATOR_PACE_CATCH_UP_USEC (20 * USEC_PER_MSEC)
 #define HYDRATOR_RETRY_BASE_USEC (100 * USEC_PER_MSEC) /* 0.1 s, 0.4 s, 1.6 s */
 

@@ -184,7 +184,7 @@ static double pace_for(DepthTuner *t) {
 static unsigned depth_for_pace(const DepthTuner *t, double pace, bool unpaced) {
         uint64_t base = yield_base(t);
         double request = t->request_bytes > 0 ? t->request_bytes : 1.0, latency = t->latency_usec,
-               d;
+               d, batches;
 
         /* Stalls beside us that may be ours (test_stalls()): no reads in flight beyond what
          * the pace needs without a queue, so that one of ours at a cap they wait behind
@@ -200,7 +200,11 @@ static unsigned depth_for_pace(const DepthTuner *t, double pace, bool unpaced) {
         d = pace * latency / (double)USEC_PER_SEC / request;
         if (unpaced || t->stall_short)
                 return tuner_clamp_yield(t, (uint64_t)ceil(d));
-        return tuner_clamp_yield(t, (uint64_t)ceil(d * TUNER_YIELD_DEPTH_SLACK) + 1);
+        /* The pace goes out in batches, one a period (hydrator-rate.c): right after one, the
+         * batches of the latency before it are in flight too. */
+        batches = ceil(latency / (double)TUNER_PACE_BATCH_USEC) * pace *
+                  (double)TUNER_PACE_BATCH_USEC / (double)USEC_PER_SEC / request;
+        return tuner_clamp_yield(t, (uint64_t)ceil(MAX(d * TUNER_YIELD_DEPTH_SLACK + 1, batches)));
 }
 
 static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {

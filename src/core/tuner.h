@@ -223,6 +223,9 @@
 #define TUNER_YIELD_DEPTH_SLACK 1.25 /* paced: reads in flight for 1.25 x pace x latency ... */
 #define TUNER_YIELD_LATENCY_MAX 3    /* ... a latency of at most 3 x the base */
 #define TUNER_YIELD_BASE_SECONDS 10  /* yielding, the base: the smallest latency of 10 s */
+/* The pace goes out in batches this often, each at once, at multiples of it on the monotonic
+ * clock (hydrator-rate.c): at least the batches of a latency are in flight. */
+#define TUNER_PACE_BATCH_USEC (100 * USEC_PER_MSEC)
 /* Behind a queue, with siblings reading: over 120% of an equal share, drain to it; under 80%,
  * take it (closer than that, the siblings' rates over one epoch do not tell). */
 #define TUNER_SHARE_HIGH 1.2

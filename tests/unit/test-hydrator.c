@@ -25,6 +25,7 @@
 #include "config.h"
 #include "fixtures.h"
 #include "hydrator.h"
+#include "tuner.h"
 #include "reader.h"
 #include "siblings.h"
 #include "util.h" /* USEC_PER_SEC, USEC_PER_MSEC */
@@ -77,6 +78,8 @@ struct sd_event_source {
 static sd_event_source *timers;
 /* How late every timer fires, as sd-event may within its accuracy and a busy loop does. */
 static uint64_t timer_late;
+/* yield_paces()' device serves at these microseconds past a multiple of 10 ms. */
+static uint64_t device_phase;
 
 static bool fake_timer(const sd_event_source *s) {
         for (const sd_event_source *t = timers; t; t = t->next)
@@ -755,14 +758,16 @@ static uint64_t yield_paces(Fixture *f, unsigned *ret_reads, unsigned *ret_times
         uint64_t disk = 0, theirs = 0, asked = 0, ours = 0;
         unsigned from = 0;
 
+        fake_now = T0 + device_phase;
         new_watched(f);
         assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
         write_disk_stat(f, 0, reader->n_in_flight); /* it counts ours in flight at once */
-        for (uint64_t t = T0 + 10 * USEC_PER_MSEC; t <= T0 + 8 * USEC_PER_SEC;
+        for (uint64_t t = fake_now + 10 * USEC_PER_MSEC; t <= T0 + 8 * USEC_PER_SEC;
              t += 10 * USEC_PER_MSEC) {
                 advance_to(t);
                 disk += serve_oldest(t);
-                if (t >= T0 + 4 * USEC_PER_SEC && (t - T0) % (100 * USEC_PER_MSEC) == 0) {
+                if (t >= T0 + 4 * USEC_PER_SEC &&
+                    (t - T0 - device_phase) % (100 * USEC_PER_MSEC) == 0) {
                         theirs += 25 * MIB / 10;
                         if (from == 0)
                                 from = n_submitted;
@@ -796,10 +801,36 @@ static void test_hydrator_yield_paces(void **state) {
         /* 100 MiB/s - 1.5 x 25: 62.5 MiB/s, 187.5 MiB in 3 s (a read of slack) */
         assert_true(asked <= 188 * MIB + MIB);
         assert_true(asked >= 100 * MIB); /* and it does read */
-        /* In batches (HYDRATOR_PACE_BATCH_USEC), not one read at a time: this device answers
+        /* In batches (TUNER_PACE_BATCH_USEC), not one read at a time: this device answers
          * one read every 10 ms, and each answer lets one more go, so that not all of them are
          * batched; one at a time, there are as many times as reads. */
         assert_true(times <= reads * 9 / 10);
+}
+
+/*
+ * Paced batches go out at multiples of TUNER_PACE_BATCH_USEC on the monotonic clock, and
+ * nothing between them, so that siblings paced at once send at once. The device here completes
+ * reads 3 ms past each 10 ms: a hydrator that sent whenever a completion found tokens, or
+ * whose timer counted from its last batch, sent at those times.
+ */
+static void test_hydrator_yield_batches_in_step(void **state) {
+        unsigned reads, times, off_step = 0;
+        uint64_t asked;
+
+        device_phase = 3 * USEC_PER_MSEC;
+        asked = yield_paces(*state, &reads, &times);
+        device_phase = 0;
+        for (unsigned i = 0; i < n_submitted; i++)
+                if (submitted[i].usec >= T0 + 5 * USEC_PER_SEC &&
+                    submitted[i].usec % TUNER_PACE_BATCH_USEC != 0)
+                        off_step++;
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "%u of %u reads out of step\n", off_step, reads);
+        assert_int_equal(off_step, 0);
+        assert_true(times <= 31); /* one batch a period: 3 s, and the first at 5 s */
+        /* and the pace is what it was */
+        assert_true(asked <= 188 * MIB + MIB);
+        assert_true(asked >= 188 * MIB * 9 / 10);
 }
 
 /*
@@ -1142,6 +1173,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_checkpoint_min_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_paces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_yield_batches_in_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_pace_late_timers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_are_ours, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_stay_the_mappings, setup,
