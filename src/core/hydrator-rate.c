@@ -21,7 +21,7 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
 /*
  * Token bucket. Returns true if @bytes may be requested now; otherwise arms the rate timer.
  * RateLimit= allows a tenth of a second's burst. The tuner's pace goes out in batches, one every
- * TUNER_PACE_BATCH_USEC: the timer waits until a batch's worth has built up. A device
+ * TUNER_PACE_BATCH_USEC, each what the period's tokens allow. A device
  * that answers a read only once the reads that came after it are answered too (the rig's FUSE
  * export nests its requests) never answers a stream of reads spaced closer than its latency
  * until our queue is full; a batch a period apart is answered a latency later, like any
