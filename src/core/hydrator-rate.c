@@ -39,18 +39,17 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
 bool hydrator_rate_allows(Hydrator *h, uint64_t bytes) {
         uint64_t now = hydrator_now_usec(), at;
         bool paced;
-        double limit = rate_limit(h, &paced), burst, wait_for = (double)bytes;
+        double limit = rate_limit(h, &paced), burst;
 
         if (limit <= 0) {
                 h->tokens_usec = now;
                 return true;
         }
-        if (paced) {
-                wait_for = MAX((double)bytes,
-                               limit * (double)TUNER_PACE_BATCH_USEC / (double)USEC_PER_SEC);
-                burst = wait_for +
+        if (paced)
+                burst = MAX((double)bytes,
+                            limit * (double)TUNER_PACE_BATCH_USEC / (double)USEC_PER_SEC) +
                         limit * (double)HYDRATOR_PACE_CATCH_UP_USEC / (double)USEC_PER_SEC;
-        } else
+        else
                 burst = MAX((double)bytes, limit / 10.0);
         h->tokens += (double)(now - h->tokens_usec) * limit / (double)USEC_PER_SEC;
         h->tokens = MIN(h->tokens, burst);
@@ -63,9 +62,7 @@ bool hydrator_rate_allows(Hydrator *h, uint64_t bytes) {
         } else {
                 /* paced: the first multiple of the period with tokens for this read (the
                  * batch there is the period's worth, or its late timer's more) */
-                at = now +
-                     (uint64_t)(((paced ? (double)bytes : wait_for) - h->tokens) *
-                                (double)USEC_PER_SEC / limit) +
+                at = now + (uint64_t)(((double)bytes - h->tokens) * (double)USEC_PER_SEC / limit) +
                      1;
                 if (paced)
                         h->batch_usec = at =
