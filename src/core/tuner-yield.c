@@ -217,6 +217,9 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
         t->queue_test = TUNER_QUEUE_NONE;
         t->pace_scale = 1;
         t->probe_hold_usec = 0;
+        t->grow_wait_min = UINT64_MAX;
+        t->grow_harmed = false;
+        t->grow_harm_usec = 0;
         t->probe_wait_usec = TUNER_CAPACITY_TRUST_USEC;
         if (!t->cap_known) {
                 /* What the device can do is not known: grow until reads queue, from the depth
@@ -226,10 +229,12 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
                  * behind one cap, each cut by 3-5% for a reader beside them, each fell from
                  * several reads to two. */
                 t->pace = 0;
-                return tuner_set_depth(t,
-                                       MIN(t->depth, MAX(depth_for_pace(t, pace, true),
-                                                         tuner_clamp_yield(t, TUNER_YIELD_START))),
-                                       TUNER_YIELD);
+                (void)tuner_set_depth(t,
+                                      MIN(t->depth, MAX(depth_for_pace(t, pace, true),
+                                                        tuner_clamp_yield(t, TUNER_YIELD_START))),
+                                      TUNER_YIELD);
+                t->grow_depths[0] = t->grow_depths[1] = t->depth;
+                return true;
         }
         t->pace = pace / 2; /* until our queue from before has drained (decide_yield()) */
         return tuner_set_depth(t, MIN(t->depth, depth_for_pace(t, pace, false)), TUNER_YIELD);
@@ -476,6 +481,43 @@ static void hold_stalls(DepthTuner *t, uint64_t now) {
 }
 
 /*
+ * With no capacity known, growing: it stops at the first sample whose reads queued (one sample,
+ * not the smallest of a few: each read added meanwhile is one more for them to wait behind), or
+ * at the first in which the requests beside us waited more than twice the least they did while
+ * it grew, and more than the yield's largest target: harm to them, whatever our reads see.
+ * Behind a cap that passes its members' reads in turns (the rig's), a database's 16 KiB read
+ * waits a turn of each member with reads waiting, 8 ms for each 1 MiB of ours at 125 MiB/s, from
+ * the moment the cap is full: on unit/tuner's model of it, three siblings growing until their
+ * own reads queued held it at 50 of its 2000 reads a second for a second and a half. Then the
+ * depth goes back to the one of two samples before (what harmed them was sent before it showed).
+ */
+static void grow_or_hold(DepthTuner *t, uint64_t now) {
+        uint64_t wait = t->their_wait_usec;
+        bool harm = t->grow_wait_min != UINT64_MAX &&
+                    wait > MAX((uint64_t)TUNER_YIELD_TARGET_MAX_USEC, 2 * t->grow_wait_min);
+
+        if (harm) {
+                /* once in two mean latencies (their wait at the cap included): the reads
+                 * sent before are still there to wait behind */
+                t->probe_hold_usec = now;
+                if (now - t->grow_harm_usec >= 2 * MAX((uint64_t)t->latency_usec, yield_base(t))) {
+                        t->grow_harmed = true;
+                        t->grow_harm_usec = now;
+                }
+                return;
+        }
+        t->grow_wait_min = MIN(t->grow_wait_min, wait);
+        if (t->probe_hold_usec > 0)
+                return;
+        if (queued(t, 1, yield_base(t), tuner_yield_target(yield_base(t)))) {
+                t->probe_hold_usec = now;
+                return;
+        }
+        t->grow_depths[0] = t->grow_depths[1];
+        t->grow_depths[1] = t->depth;
+}
+
+/*
  * While yielding: more delivered than believed means more capacity; a queue is tested
  * (test_queue()), or, with no capacity known yet, says what it is (all a saturated device
  * gives); a capacity not seen at saturation for long is believed a little larger while no
@@ -521,8 +563,7 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
                  * (what they did is at most the capacity too): a cap that stops and goes (the
                  * rig's) gave one such second 70.6 MiB/s of 125, and a sibling that took it
                  * read 6-7 MiB/s from then on. */
-                if (queue && t->probe_hold_usec == 0)
-                        t->probe_hold_usec = now;
+                grow_or_hold(t, now);
                 if (t->probe_hold_usec > 0 && now - t->probe_hold_usec >= USEC_PER_SEC) {
                         t->cap_own = MAX(t->cap_own, own_total);
                         t->cap_all = MAX(t->cap_all, all_total);
@@ -560,6 +601,14 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
                  * a while is queueing already: each read added there is one more for the
                  * workload to wait behind. Nor before the queue we held before the yield
                  * has drained (follow_capacities()): a queue then is that one, not the knee. */
+                if (t->grow_harmed) {
+                        t->grow_harmed = false;
+                        return tuner_set_depth(
+                                t,
+                                tuner_clamp_yield(t, MIN((uint64_t)t->depth - 1,
+                                                         (uint64_t)t->grow_depths[0])),
+                                TUNER_YIELD);
+                }
                 if (t->probe_hold_usec > 0 || last_slot(t)->bytes <= 0 || !t->yield_settled)
                         return false;
                 return tuner_set_depth(t, tuner_clamp_yield(t, (uint64_t)t->depth + 1),

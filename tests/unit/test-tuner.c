@@ -221,7 +221,15 @@ static void sample(Device *v, DepthTuner **t, unsigned n, unsigned i, const doub
                 own += v->foreground;
         else if (v->foreground > 0 && v->neighbours)
                 others += v->foreground;
-        (void)tuner_sample(t[i], siblings, own, others, now);
+        if (tuner_sample(t[i], siblings, own, others, now) && getenv("TUNER_TRACE"))
+                fprintf(stderr,
+                        "%7.2f s: tuner %u depth %3u (%s), pace %.1f MiB/s, capacity %.1f/%.1f "
+                        "MiB/s, queue test %d, stall test %d%s, their wait %.0f ms, queue "
+                        "%.1f ms\n",
+                        (double)now / 1e6, i, t[i]->depth, tuner_mode_to_string(t[i]->mode),
+                        tuner_pace(t[i]) / MiB, t[i]->cap_own / MiB, t[i]->cap_all / MiB,
+                        t[i]->queue_test, t[i]->stall_test, t[i]->stall_ours ? " (ours)" : "",
+                        t[i]->their_wait_usec / 1e3, v->queue_now / 1e3);
 }
 
 /* Runs @n tuners on @v for @usec in 10 ms steps. */
@@ -304,6 +312,206 @@ static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint6
 
 static Run drive(DepthTuner *t, Device *v, uint64_t *now, uint64_t usec) {
         return drive_all(&t, 1, v, now, usec);
+}
+
+/*
+ * ---- a model served read by read ----
+ *
+ * The fluid model above has no time between a read's send and its completion: the first reads
+ * of a start already see the queue the start makes. This one serves reads one by one, as the
+ * rig's shared cap does (a QEMU throttle group, LAB.md section 3): each member volume has a
+ * queue of reads waiting for the cap, the cap passes one read a turn, member by member among
+ * those with one waiting, while its bucket (a tenth of a second of the cap) has room, and a
+ * read that passed completes after the first-touch latency. Member @n (after the tuners) is a
+ * database reading 16 KiB of warm blocks, one at a time, 2000 a second (one each 0.5 ms; when
+ * behind, as soon as the last is done, as fio --rate_iops does). The tuners send reads up to
+ * their depth; paced, in batches at multiples of TUNER_PACE_BATCH_USEC (hydrator-rate.c). What
+ * the tuners hear of the database: its bytes over the last second, and how long its request
+ * waits (in flight, or the longest done in the last sample, where the daemon has the mean).
+ */
+#define SERVED_STEP (100 * UINT64_C(1))       /* usec */
+#define SERVED_READS 64                       /* reads a member holds at most */
+#define SERVED_DB_READ (16.0 * 1024)          /* the database's reads ... */
+#define SERVED_DB_EVERY (500 * UINT64_C(1))   /* ... one each 0.5 ms: 2000 a second */
+#define SERVED_DB_LATENCY (100 * UINT64_C(1)) /* warm blocks */
+
+typedef struct ServedMember {
+        uint64_t waiting[SERVED_READS]; /* sent, not passed by the cap yet: when sent (FIFO) */
+        unsigned wait_n;
+        uint64_t sent[SERVED_READS], done[SERVED_READS]; /* passed: when sent, when done */
+        unsigned flight_n;
+        double tokens;                   /* paced: bytes it may send */
+        bool batch_open;                 /* ... a batch not all sent yet */
+        double sample_bytes;             /* completed since the last sample */
+        double rate;                     /* bytes/s over the last sample */
+        double last[TUNER_RATE_SAMPLES]; /* bytes of each of the last samples, a ring */
+        unsigned last_next;
+        double second; /* bytes/s over the last second (what the counters tell) */
+        double bytes;  /* completed in all */
+} ServedMember;
+
+typedef struct Served {
+        double latency_usec; /* first touch */
+        double cap;          /* bytes/s the group passes */
+        double level;        /* the bucket, bytes (passes while at most cap / 10) */
+        unsigned next;       /* whose turn */
+        bool db;             /* the database reads */
+        uint64_t db_next;    /* its next read */
+        double *waits;       /* what its reads waited at the cap, usec, since served_waits() */
+        size_t n_waits, cap_waits;
+        uint64_t db_longest;       /* the longest wait of those done in the last sample */
+        uint64_t db_behind;        /* the most it fell behind its 2000 a second */
+        Activity disk[MAX_TUNERS]; /* its disk as each tuner reads it (activity_stall()) */
+        ServedMember m[MAX_TUNERS + 1];
+} Served;
+
+static unsigned served_in_flight(const ServedMember *m) {
+        return m->wait_n + m->flight_n;
+}
+
+static void served_pass(Served *v, unsigned n, unsigned k, uint64_t now) {
+        ServedMember *m = &v->m[k];
+        uint64_t sent = m->waiting[0];
+
+        memmove(m->waiting, m->waiting + 1, --m->wait_n * sizeof(m->waiting[0]));
+        v->level += k == n ? SERVED_DB_READ : (double)MiB;
+        if (k == n) {
+                if (v->n_waits == v->cap_waits) {
+                        v->cap_waits = MAX(v->cap_waits * 2, (size_t)4096);
+                        v->waits = realloc(v->waits, v->cap_waits * sizeof(double));
+                        assert_non_null(v->waits);
+                }
+                v->waits[v->n_waits++] = (double)(now - sent);
+                v->db_longest = MAX(v->db_longest, now - sent);
+                m->sample_bytes += SERVED_DB_READ;
+        }
+        m->sent[m->flight_n] = sent;
+        m->done[m->flight_n++] = now + (k == n ? SERVED_DB_LATENCY : (uint64_t)v->latency_usec);
+}
+
+/* The tuners' look at the counters every TUNER_SAMPLE_USEC (as sample() above). */
+static void served_sample(Served *v, DepthTuner **t, unsigned n, uint64_t now) {
+        ServedMember *db = &v->m[n];
+        uint64_t waited = db->wait_n > 0 ? now - db->waiting[0] : 0;
+
+        for (unsigned i = 0; i <= n; i++) {
+                ServedMember *m = &v->m[i];
+
+                m->rate = m->sample_bytes * (double)USEC_PER_SEC / (double)SAMPLE;
+                m->last[m->last_next++ % TUNER_RATE_SAMPLES] = m->sample_bytes;
+                m->second = 0;
+                for (unsigned k = 0; k < TUNER_RATE_SAMPLES; k++)
+                        m->second += m->last[k];
+                m->sample_bytes = 0;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                double siblings = 0, bytes = 0;
+                unsigned readers = 0, queued = 0;
+
+                for (unsigned j = 0; j < n; j++)
+                        if (j != i) {
+                                bytes += v->m[j].rate * (double)SAMPLE / 1e6;
+                                siblings += v->m[j].second;
+                                readers += v->m[j].rate >= (double)MiB;
+                                queued += v->m[j].rate >= (double)MiB && tuner_queueing(t[j]);
+                        }
+                tuner_siblings(t[i], readers, queued, bytes, now);
+                tuner_stalls(t[i], MAX(waited, v->db_longest),
+                             activity_stall(&v->disk[i], waited, v->db_longest, now));
+                if (tuner_sample(t[i], siblings, 0, db->second, now) && getenv("TUNER_TRACE"))
+                        fprintf(stderr,
+                                "%7.2f s: tuner %u depth %3u (%s), pace %.1f MiB/s, capacity "
+                                "%.1f/%.1f MiB/s\n",
+                                (double)now / 1e6, i, t[i]->depth, tuner_mode_to_string(t[i]->mode),
+                                tuner_pace(t[i]) / MiB, t[i]->cap_own / MiB, t[i]->cap_all / MiB);
+        }
+        v->db_longest = 0;
+}
+
+/* Runs @n tuners on @v for @usec. */
+static void served_run(Served *v, DepthTuner **t, unsigned n, uint64_t *now, uint64_t usec) {
+        for (uint64_t end = *now + usec; *now < end; *now += SERVED_STEP) {
+                ServedMember *db = &v->m[n];
+
+                /* one read at a time, on time or, behind, as soon as the last is done (fio's
+                 * --rate_iops at --iodepth=1) */
+                if (v->db && *now >= v->db_next && served_in_flight(db) == 0) {
+                        v->db_behind = MAX(v->db_behind, *now - v->db_next);
+                        db->waiting[db->wait_n++] = *now;
+                        v->db_next += SERVED_DB_EVERY;
+                }
+                /* the tuners send */
+                for (unsigned i = 0; i < n; i++) {
+                        ServedMember *m = &v->m[i];
+                        double pace = tuner_pace(t[i]);
+
+                        if (pace > 0) {
+                                double batch = pace * (double)TUNER_PACE_BATCH_USEC / 1e6;
+
+                                m->tokens = MIN(m->tokens + pace * (double)SERVED_STEP / 1e6,
+                                                MAX(batch, (double)MiB) + batch);
+                                if (*now % TUNER_PACE_BATCH_USEC == 0)
+                                        m->batch_open = true;
+                        } else
+                                m->batch_open = true, m->tokens = (double)MiB;
+                        while (m->batch_open && served_in_flight(m) < t[i]->depth &&
+                               served_in_flight(m) < SERVED_READS && m->tokens >= (double)MiB) {
+                                m->waiting[m->wait_n++] = *now;
+                                if (pace > 0)
+                                        m->tokens -= (double)MiB;
+                        }
+                        if (pace > 0 && m->tokens < (double)MiB)
+                                m->batch_open = false;
+                }
+                /* the cap */
+                v->level = MAX(v->level - v->cap * (double)SERVED_STEP / 1e6, 0.0);
+                while (v->level <= v->cap / 10) {
+                        unsigned k = v->next, tried;
+
+                        for (tried = 0; tried <= n && v->m[k].wait_n == 0; tried++)
+                                k = (k + 1) % (n + 1);
+                        if (tried > n)
+                                break;
+                        served_pass(v, n, k, *now);
+                        v->next = (k + 1) % (n + 1);
+                }
+                /* completions */
+                for (unsigned i = 0; i <= n; i++) {
+                        ServedMember *m = &v->m[i];
+
+                        for (unsigned r = 0; r < m->flight_n;)
+                                if (m->done[r] <= *now) {
+                                        if (i < n) {
+                                                tuner_complete(t[i], MiB, *now - m->sent[r], *now);
+                                                m->sample_bytes += (double)MiB;
+                                                m->bytes += (double)MiB;
+                                        }
+                                        m->sent[r] = m->sent[m->flight_n - 1];
+                                        m->done[r] = m->done[--m->flight_n];
+                                } else
+                                        r++;
+                        if (i < n && tuner_update(t[i], *now) && getenv("TUNER_TRACE"))
+                                fprintf(stderr,
+                                        "%7.2f s: tuner %u depth %3u (%s), base %.1f ms, queue "
+                                        "%.1f ms, %u in flight\n",
+                                        (double)*now / 1e6, i, t[i]->depth,
+                                        tuner_mode_to_string(t[i]->mode),
+                                        tuner_base_latency(t[i]) / 1000.0,
+                                        t[i]->queue_delay_usec / 1000.0, served_in_flight(m));
+                }
+                if (*now % SAMPLE == 0 && *now > 0)
+                        served_sample(v, t, n, *now);
+        }
+}
+
+/* The database's reads since the last call: their waits at the cap, sorted; how many. */
+static size_t served_waits(Served *v, double **ret) {
+        size_t n = v->n_waits;
+
+        qsort(v->waits, n, sizeof(double), cmp_double);
+        *ret = v->waits;
+        v->n_waits = 0;
+        return n;
 }
 
 /* ---- an idle volume: as fast as it goes, with a short queue ---- */
@@ -1541,6 +1749,53 @@ static void test_tuner_sixteen_start_with_a_short_queue(void **state) {
         }
 }
 
+static void test_tuner_served_siblings_leave_the_database_its_turns(void **state) {
+        /* Three siblings started together behind one 125 MiB/s cap, 90 ms (as ebs-bench
+         * --shared-cap starts them), then a database on a fourth volume 5 s later, on the model
+         * served read by read. Their reads filled the cap while alone, but not so that theirs
+         * queued much: none learned its capacity as known, and each yield grew, a read a
+         * sample, until its own reads queued. On a cap that passes a read of each member in
+         * turn, the database's waits a turn of every sibling from the moment the cap is full:
+         * before, it got 77 of its 2000 reads a second for 1.5 s (fell 1.5 s behind), then
+         * caught up at 5000 a second, which the siblings took as a load of 78 MiB/s. Now the
+         * growth stops when the database's requests wait (grow_or_hold()). */
+        Served v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t[3], *all[] = {&t[0], &t[1], &t[2]};
+        const double spare = 125.0 * MiB - 2000 * SERVED_DB_READ;
+        uint64_t now = 0;
+        double before = 0, longest, *w;
+        size_t n, slow = 0;
+
+        for (unsigned i = 0; i < 3; i++) {
+                tuner_init(&t[i], 4, 32, 48, now);
+                tuner_start_share(&t[i], i);
+        }
+        served_run(&v, all, 3, &now, 5 * SEC);
+        for (unsigned i = 0; i < 3; i++)
+                before += v.m[i].bytes;
+        /* alone, they fill the cap (less the first round trip) */
+        assert_true(before >= 0.9 * 5 * 125.0 * MiB);
+        v.db = true;
+        v.db_next = now;
+        served_run(&v, all, 3, &now, 10 * SEC);
+        n = served_waits(&v, &w);
+        while (slow < n && w[n - 1 - slow] > 5 * MSEC)
+                slow++;
+        longest = n > 0 ? w[n - 1] : 0;
+        before = v.m[0].bytes + v.m[1].bytes + v.m[2].bytes;
+        served_run(&v, all, 3, &now, 10 * SEC);
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr,
+                        "database: %zu reads, %zu waited over 5 ms, the longest %.1f ms, at most "
+                        "%.0f ms behind; then %.0f%% of the spare read\n",
+                        n, slow, longest / 1e3, v.db_behind / 1e3,
+                        100 * (v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before) / 10 / spare);
+        assert_true(v.db_behind <= 100 * MSEC);
+        assert_true(slow <= n / 50);
+        assert_true(v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before >= 0.75 * 10 * spare);
+        free(v.waits);
+}
+
 static void test_tuner_siblings_with_fast_caps_start_fast(void **state) {
         /* Four volumes with caps of their own, 1000 MiB/s each (a knee of 90 reads): the
          * share they start from is theirs alone, and each climbs from it as it would alone.
@@ -1779,6 +2034,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_start_share_of_the_siblings),
                 cmocka_unit_test(test_tuner_sixteen_start_with_a_short_queue),
                 cmocka_unit_test(test_tuner_siblings_with_fast_caps_start_fast),
+                cmocka_unit_test(test_tuner_served_siblings_leave_the_database_its_turns),
                 cmocka_unit_test(test_tuner_small_cut_none_known),
                 cmocka_unit_test(test_tuner_gives_way_to_a_greedy_reader),
                 cmocka_unit_test(test_tuner_stays_within_bounds),
