@@ -233,7 +233,7 @@ static bool start_yielding(DepthTuner *t, double pace, uint64_t now) {
                                       MIN(t->depth, MAX(depth_for_pace(t, pace, true),
                                                         tuner_clamp_yield(t, TUNER_YIELD_START))),
                                       TUNER_YIELD);
-                t->grow_depths[0] = t->grow_depths[1] = t->depth;
+                t->grow_from = t->depth;
                 return true;
         }
         t->pace = pace / 2; /* until our queue from before has drained (decide_yield()) */
@@ -481,15 +481,17 @@ static void hold_stalls(DepthTuner *t, uint64_t now) {
 }
 
 /*
- * With no capacity known, growing: it stops at the first sample whose reads queued (one sample,
- * not the smallest of a few: each read added meanwhile is one more for them to wait behind), or
- * at the first in which the requests beside us waited more than twice the least they did while
- * it grew, and more than the yield's largest target: harm to them, whatever our reads see.
- * Behind a cap that passes its members' reads in turns (the rig's), a database's 16 KiB read
- * waits a turn of each member with reads waiting, 8 ms for each 1 MiB of ours at 125 MiB/s, from
- * the moment the cap is full: on unit/tuner's model of it, three siblings growing until their
- * own reads queued held it at 50 of its 2000 reads a second for a second and a half. Then the
- * depth goes back to the one of two samples before (what harmed them was sent before it showed).
+ * With no capacity known, growing: it stops where its reads queue, or at the first sample in
+ * which the requests beside us took more than twice the least they did while it grew, and more
+ * than the yield's largest target: harm to them, whatever our reads see. Behind a cap that
+ * passes its members' reads in turns (the rig's), a database's 16 KiB read waits a turn of each
+ * member with reads waiting, 8 ms for each 1 MiB of ours at 125 MiB/s, from the moment the cap
+ * is full, long before our own reads look queued: on unit/tuner's model of it, three siblings
+ * growing until theirs queued held it at about 50 of its 2000 reads a second for 1.5 s. Then
+ * the depth goes back to the one the growth began at (siblings grow together, and the harm
+ * shows a sample or two after the reads that made it), and one less each two mean latencies
+ * while the harm lasts; the capacity is what the second after the stop delivered, as after a
+ * queue (a harm that stays is for test_stalls() once the capacity is known).
  */
 static void grow_or_hold(DepthTuner *t, uint64_t now) {
         uint64_t wait = t->their_wait_usec;
@@ -497,9 +499,10 @@ static void grow_or_hold(DepthTuner *t, uint64_t now) {
                     wait > MAX((uint64_t)TUNER_YIELD_TARGET_MAX_USEC, 2 * t->grow_wait_min);
 
         if (harm) {
-                /* once in two mean latencies (their wait at the cap included): the reads
-                 * sent before are still there to wait behind */
-                t->probe_hold_usec = now;
+                if (t->probe_hold_usec == 0)
+                        t->probe_hold_usec = now;
+                /* the reads sent before are still there to wait behind: once in two mean
+                 * latencies (their wait at the cap included) */
                 if (now - t->grow_harm_usec >= 2 * MAX((uint64_t)t->latency_usec, yield_base(t))) {
                         t->grow_harmed = true;
                         t->grow_harm_usec = now;
@@ -507,14 +510,6 @@ static void grow_or_hold(DepthTuner *t, uint64_t now) {
                 return;
         }
         t->grow_wait_min = MIN(t->grow_wait_min, wait);
-        if (t->probe_hold_usec > 0)
-                return;
-        if (queued(t, 1, yield_base(t), tuner_yield_target(yield_base(t)))) {
-                t->probe_hold_usec = now;
-                return;
-        }
-        t->grow_depths[0] = t->grow_depths[1];
-        t->grow_depths[1] = t->depth;
 }
 
 /*
@@ -558,12 +553,15 @@ static void follow_capacities(DepthTuner *t, uint64_t now, uint64_t dt) {
                 }
         }
         if (!t->cap_known) {
-                /* Growing until reads queue; then a second at that depth, saturated all of it:
-                 * what it delivered is the capacity, unless the seconds before delivered more
+                /* Growing until reads queue or the others come to harm (grow_or_hold());
+                 * then a second at that depth (or less, after harm): what it delivered is the
+                 * capacity, unless the seconds before delivered more
                  * (what they did is at most the capacity too): a cap that stops and goes (the
                  * rig's) gave one such second 70.6 MiB/s of 125, and a sibling that took it
                  * read 6-7 MiB/s from then on. */
                 grow_or_hold(t, now);
+                if (queue && t->probe_hold_usec == 0)
+                        t->probe_hold_usec = now;
                 if (t->probe_hold_usec > 0 && now - t->probe_hold_usec >= USEC_PER_SEC) {
                         t->cap_own = MAX(t->cap_own, own_total);
                         t->cap_all = MAX(t->cap_all, all_total);
@@ -600,14 +598,14 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
                  * is on latencies, and there are none), and a device that answers nothing for
                  * a while is queueing already: each read added there is one more for the
                  * workload to wait behind. Nor before the queue we held before the yield
-                 * has drained (follow_capacities()): a queue then is that one, not the knee. */
+                 * has drained (follow_capacities()): a queue then is that one, not the knee.
+                 * Harm to the others takes the depth back (grow_or_hold()). */
                 if (t->grow_harmed) {
                         t->grow_harmed = false;
-                        return tuner_set_depth(
-                                t,
-                                tuner_clamp_yield(t, MIN((uint64_t)t->depth - 1,
-                                                         (uint64_t)t->grow_depths[0])),
-                                TUNER_YIELD);
+                        return tuner_set_depth(t,
+                                               tuner_clamp_yield(t, MIN((uint64_t)t->depth - 1,
+                                                                        (uint64_t)t->grow_from)),
+                                               TUNER_YIELD);
                 }
                 if (t->probe_hold_usec > 0 || last_slot(t)->bytes <= 0 || !t->yield_settled)
                         return false;

@@ -134,10 +134,11 @@
  *    (busy from the start, or a queue that was never seen as ours), it starts at the depth the
  *    pace needs at the base latency and the yield's target (at least TUNER_YIELD_START reads),
  *    and once the queue it held before has drained adds one a sample in which a read of ours
- *    completed, until reads queue (in one sample) or the requests beside us wait more than
- *    twice what they did meanwhile and more than the yield's largest target (then a read or
- *    two less): that total over the second after is the capacity, unless the seconds before
- *    delivered more (a cap that stops and goes gives slow seconds).
+ *    completed, until reads queue, or until the requests beside us take more than twice what
+ *    they did meanwhile and more than the yield's largest target (harm: back to the depth
+ *    the growth began at, and one less each two mean latencies while it lasts): the total
+ *    over the second after the stop is the capacity, unless the seconds before delivered more
+ *    (a cap that stops and goes gives slow seconds).
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
@@ -383,10 +384,10 @@ typedef struct DepthTuner {
         uint64_t yield_start_usec;   /* when it began to yield */
         bool yield_settled;          /* ... and the queue we held before has drained */
         uint64_t queue_seen_usec;    /* when a queue last cut the capacities, while yielding */
-        uint64_t probe_hold_usec;    /* none known: when growth stopped at a queue; 0 growing */
+        uint64_t probe_hold_usec;    /* none known: when growth stopped (a queue, harm); 0 not */
         uint64_t grow_wait_min;      /* ... the least their requests waited while it grew */
-        unsigned grow_depths[2];     /* ... the depths of the last two samples without harm */
-        bool grow_harmed;            /* ... their wait grew: back to the older of those */
+        unsigned grow_from;          /* ... the depth it began at */
+        bool grow_harmed;            /* ... their wait grew: back to it (or one less) */
         uint64_t grow_harm_usec;     /* ... last done then */
         uint64_t probe_wait_usec;    /* trust a capacity this long before probing it */
         TunerQueueTest queue_test;

@@ -326,8 +326,8 @@ static Run drive(DepthTuner *t, Device *v, uint64_t *now, uint64_t usec) {
  * database reading 16 KiB of warm blocks, one at a time, 2000 a second (one each 0.5 ms; when
  * behind, as soon as the last is done, as fio --rate_iops does). The tuners send reads up to
  * their depth; paced, in batches at multiples of TUNER_PACE_BATCH_USEC (hydrator-rate.c). What
- * the tuners hear of the database: its bytes over the last second, and how long its request
- * waits (in flight, or the longest done in the last sample, where the daemon has the mean).
+ * the tuners hear of the database: its bytes over the last second, and its requests' time as
+ * the daemon reads it from the disk's counters (served_sample()).
  */
 #define SERVED_STEP (100 * UINT64_C(1))       /* usec */
 #define SERVED_READS 64                       /* reads a member holds at most */
@@ -359,7 +359,9 @@ typedef struct Served {
         uint64_t db_next;    /* its next read */
         double *waits;       /* what its reads waited at the cap, usec, since served_waits() */
         size_t n_waits, cap_waits;
-        uint64_t db_longest;       /* the longest wait of those done in the last sample */
+        double db_took;            /* what its reads done in the last sample took, in all, usec */
+        unsigned db_done;          /* ... how many */
+        uint64_t db_waiting;       /* in flight since this sample, none done since (activity.c) */
         uint64_t db_behind;        /* the most it fell behind its 2000 a second */
         Activity disk[MAX_TUNERS]; /* its disk as each tuner reads it (activity_stall()) */
         ServedMember m[MAX_TUNERS + 1];
@@ -382,17 +384,28 @@ static void served_pass(Served *v, unsigned n, unsigned k, uint64_t now) {
                         assert_non_null(v->waits);
                 }
                 v->waits[v->n_waits++] = (double)(now - sent);
-                v->db_longest = MAX(v->db_longest, now - sent);
+
                 m->sample_bytes += SERVED_DB_READ;
         }
         m->sent[m->flight_n] = sent;
         m->done[m->flight_n++] = now + (k == n ? SERVED_DB_LATENCY : (uint64_t)v->latency_usec);
 }
 
-/* The tuners' look at the counters every TUNER_SAMPLE_USEC (as sample() above). */
+/* The tuners' look at the counters every TUNER_SAMPLE_USEC (as sample() above). What they
+ * hear of the database's disk is what activity.c makes of its counters: the mean time its
+ * requests done in the sample took, and, with none done, how long one has been in flight at
+ * least (since the first sample that saw it so). */
 static void served_sample(Served *v, DepthTuner **t, unsigned n, uint64_t now) {
         ServedMember *db = &v->m[n];
-        uint64_t waited = db->wait_n > 0 ? now - db->waiting[0] : 0;
+        uint64_t took = v->db_done > 0 ? (uint64_t)(v->db_took / v->db_done) : 0, waited;
+
+        if (served_in_flight(db) == 0)
+                v->db_waiting = 0;
+        else if (v->db_done > 0 || v->db_waiting == 0)
+                v->db_waiting = now;
+        waited = v->db_waiting > 0 ? now - v->db_waiting : 0;
+        v->db_took = 0;
+        v->db_done = 0;
 
         for (unsigned i = 0; i <= n; i++) {
                 ServedMember *m = &v->m[i];
@@ -416,16 +429,16 @@ static void served_sample(Served *v, DepthTuner **t, unsigned n, uint64_t now) {
                                 queued += v->m[j].rate >= (double)MiB && tuner_queueing(t[j]);
                         }
                 tuner_siblings(t[i], readers, queued, bytes, now);
-                tuner_stalls(t[i], MAX(waited, v->db_longest),
-                             activity_stall(&v->disk[i], waited, v->db_longest, now));
+                tuner_stalls(t[i], MAX(waited, took),
+                             activity_stall(&v->disk[i], waited, took, now));
                 if (tuner_sample(t[i], siblings, 0, db->second, now) && getenv("TUNER_TRACE"))
                         fprintf(stderr,
                                 "%7.2f s: tuner %u depth %3u (%s), pace %.1f MiB/s, capacity "
-                                "%.1f/%.1f MiB/s\n",
+                                "%.1f/%.1f MiB/s, their wait %.1f ms\n",
                                 (double)now / 1e6, i, t[i]->depth, tuner_mode_to_string(t[i]->mode),
-                                tuner_pace(t[i]) / MiB, t[i]->cap_own / MiB, t[i]->cap_all / MiB);
+                                tuner_pace(t[i]) / MiB, t[i]->cap_own / MiB, t[i]->cap_all / MiB,
+                                t[i]->their_wait_usec / 1e3);
         }
-        v->db_longest = 0;
 }
 
 /* Runs @n tuners on @v for @usec. */
@@ -481,7 +494,10 @@ static void served_run(Served *v, DepthTuner **t, unsigned n, uint64_t *now, uin
 
                         for (unsigned r = 0; r < m->flight_n;)
                                 if (m->done[r] <= *now) {
-                                        if (i < n) {
+                                        if (i == n) {
+                                                v->db_took += (double)(*now - m->sent[r]);
+                                                v->db_done++;
+                                        } else {
                                                 tuner_complete(t[i], MiB, *now - m->sent[r], *now);
                                                 m->sample_bytes += (double)MiB;
                                                 m->bytes += (double)MiB;
@@ -1753,12 +1769,14 @@ static void test_tuner_served_siblings_leave_the_database_its_turns(void **state
         /* Three siblings started together behind one 125 MiB/s cap, 90 ms (as ebs-bench
          * --shared-cap starts them), then a database on a fourth volume 5 s later, on the model
          * served read by read. Their reads filled the cap while alone, but not so that theirs
-         * queued much: none learned its capacity as known, and each yield grew, a read a
-         * sample, until its own reads queued. On a cap that passes a read of each member in
+         * queued much: two learned no capacity as known, and their yields grew, a read a
+         * sample, until their own reads queued. On a cap that passes a read of each member in
          * turn, the database's waits a turn of every sibling from the moment the cap is full:
-         * before, it got 77 of its 2000 reads a second for 1.5 s (fell 1.5 s behind), then
-         * caught up at 5000 a second, which the siblings took as a load of 78 MiB/s. Now the
-         * growth stops when the database's requests wait (grow_or_hold()). */
+         * before, it got about 50 of its 2000 reads a second for 1.5 s (1614 ms behind, 102 of
+         * 20000 reads over 5 ms), then caught up at 5000 a second, which the siblings took as
+         * a load of 78 MiB/s. Now the growth stops when the database's requests take long
+         * (grow_or_hold()): 162 ms behind, 26 reads over 5 ms. (Stopped at the first such
+         * sample but only two samples back, 646 ms and 114.) */
         Served v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t[3], *all[] = {&t[0], &t[1], &t[2]};
         const double spare = 125.0 * MiB - 2000 * SERVED_DB_READ;
@@ -1790,8 +1808,8 @@ static void test_tuner_served_siblings_leave_the_database_its_turns(void **state
                         "%.0f ms behind; then %.0f%% of the spare read\n",
                         n, slow, longest / 1e3, v.db_behind / 1e3,
                         100 * (v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before) / 10 / spare);
-        assert_true(v.db_behind <= 100 * MSEC);
-        assert_true(slow <= n / 50);
+        assert_true(v.db_behind <= 250 * MSEC);
+        assert_true(slow <= n / 200);
         assert_true(v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before >= 0.75 * 10 * spare);
         free(v.waits);
 }
