@@ -299,8 +299,14 @@ static void on_read_complete(Reader *reader, const ReadRequest *req, int error, 
                 hydrator_handle_failure(h, req, error);
         else {
                 uint64_t now = hydrator_now_usec();
+                bool slow_start = h->tuner.mode == TUNER_SLOW_START;
 
                 tuner_complete(&h->tuner, req->length, now - req->submit_usec, now);
+                if (slow_start && h->tuner.mode != TUNER_SLOW_START)
+                        log_debug("%s: slow start over at queue depth %u, its smallest latency "
+                                  "%.1f ms, base %.1f ms",
+                                  h->state->key, h->tuner.depth, h->tuner.start_min_usec / 1000.0,
+                                  tuner_base_latency(&h->tuner) / 1000.0);
                 if (tuner_update(&h->tuner, now))
                         hydrator_log_depth(h);
                 h->failures_in_a_row = 0;
