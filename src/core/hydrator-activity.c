@@ -114,6 +114,7 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
         DiskStat st;
         TunerQueueTest stall_test;
         bool was;
+        unsigned probes;
         int r;
 
         if (h->reader)
@@ -156,12 +157,19 @@ int hydrator_on_activity(sd_event_source *s, uint64_t usec, void *userdata) {
                 memcpy(h->busiest, nb.busiest, sizeof(h->busiest));
         was = h->tuner.yielding;
         stall_test = h->tuner.stall_test;
+        probes = h->tuner.hidden_probes;
         tuner_siblings(&h->tuner, nb.readers, nb.queued, nb.sibling_bytes, now);
         tuner_stalls(&h->tuner, MAX(nb.waited_usec, nb.latency_usec), nb.stall);
         if (tuner_sample(&h->tuner, nb.siblings, activity_cost(&f), nb.cost, now))
                 hydrator_log_depth(h);
         log_yield(h, was);
         log_stalls(h, stall_test, &nb);
+        if (h->tuner.hidden_probes != probes)
+                log_info("%s: requests on /dev/%s took %.0f ms, and did in most of the last "
+                         "second: reading at %u instead of %u for %.0f s, to see what they want",
+                         h->dev->path, nb.waiting[0] ? nb.waiting : "?",
+                         (double)h->tuner.their_wait_usec / USEC_PER_MSEC, h->tuner.depth,
+                         h->tuner.hidden_depth, (double)TUNER_HIDDEN_USEC / USEC_PER_SEC);
         /* Late (the loop was busy): the next look a whole period from now, not at once. */
         (void)hydrator_arm_timer(s,
                                  MAX(usec + ACTIVITY_SAMPLE_USEC, now + ACTIVITY_SAMPLE_USEC / 2));

@@ -618,6 +618,62 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
         return tuner_set_depth(t, depth_for_pace(t, t->pace, false), TUNER_YIELD);
 }
 
+/*
+ * Not yielding: the requests beside us (tuner_stalls(), on the family's disks that no sibling
+ * reads) took longer than the yield's largest target in most of the last samples, while their
+ * cost is too little to yield to. It may be all of it: a load starved behind a cap we keep
+ * full shows as little. Behind a cap that passes its members' reads in turns (the rig's), a
+ * database's 16 KiB reads wait a turn of each sibling with a read waiting: on unit/tuner's
+ * served model of it, three siblings at 150 MiB/s let it 25 of its 2000 reads a second, 0.4
+ * MiB/s, under TUNER_YIELD_MIN_COST, and none ever yielded. So our depth is halved for
+ * TUNER_HIDDEN_USEC: if the load shows what it wants, the yield follows from its cost as
+ * always (sample by sample, in tuner_sample()); if not, the depth comes back and none is tried
+ * again for TUNER_HIDDEN_WAIT_USEC, twice as long after each (a disk slow on its own costs
+ * a second at half depth now and then). Returns true when it changed the depth.
+ */
+static bool hidden_demand(DepthTuner *t, uint64_t now) {
+        unsigned n = 0;
+        double base, d;
+
+        t->hidden_bits =
+                ((t->hidden_bits << 1) | (t->their_wait_usec > TUNER_YIELD_TARGET_MAX_USEC)) &
+                ((1u << TUNER_RATE_SAMPLES) - 1);
+        if (t->yielding) {
+                if (t->hidden_usec > 0) { /* it showed: the next may come as soon */
+                        t->hidden_usec = 0;
+                        t->hidden_wait_usec = TUNER_HIDDEN_WAIT_USEC;
+                        t->hidden_next_usec = now + TUNER_HIDDEN_WAIT_USEC;
+                }
+                return false;
+        }
+        if (t->hidden_usec > 0) {
+                if (now - t->hidden_usec < TUNER_HIDDEN_USEC)
+                        return false;
+                t->hidden_usec = 0;
+                t->hidden_next_usec = now + t->hidden_wait_usec;
+                t->hidden_wait_usec = MIN(2 * t->hidden_wait_usec, TUNER_PROBE_WAIT_MAX_USEC);
+                tuner_taint(t, now);
+                return tuner_set_depth(t, MAX(t->depth, t->hidden_depth), t->mode);
+        }
+        for (unsigned b = t->hidden_bits; b; b &= b - 1)
+                n++;
+        if (n < TUNER_HIDDEN_SAMPLES || now < t->hidden_next_usec || t->fixed ||
+            t->mode == TUNER_RELEARN || t->read_samples <= TUNER_START_SAMPLES || t->depth < 2)
+                return false;
+        if (t->mode == TUNER_SLOW_START)
+                tuner_end_slow_start(t, now);
+        t->hidden_usec = now;
+        t->hidden_depth = t->depth;
+        t->hidden_probes++;
+        tuner_taint(t, now);
+        /* Half of what we hold, and of what carries our rate without a queue (a climb that
+         * held 27 reads at a cap that gave it 50 MiB/s at 120 ms, halved, still kept the cap
+         * full): the load gets through whatever the cap's order. */
+        base = tuner_base_latency(t) > 0 ? (double)tuner_base_latency(t) : t->latency_usec;
+        d = t->now.ours * base / (double)USEC_PER_SEC / MAX(t->request_bytes, 1.0) / 2;
+        return tuner_set_depth(t, (unsigned)CLAMP(ceil(d), 1.0, (double)(t->depth / 2)), t->mode);
+}
+
 bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_cost,
                   uint64_t now_usec) {
         uint64_t dt = t->last_sample_usec > 0 ? now_usec - t->last_sample_usec : 0;
@@ -654,6 +710,8 @@ bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_
         if (t->own_cost > 0 || t->own_cost + t->other_cost >= TUNER_YIELD_MIN_COST)
                 tuner_base_doubted(t, false, now_usec);
 
+        if (hidden_demand(t, now_usec))
+                return true;
         if (t->yielding)
                 return decide_yield(t, now_usec, dt);
         if (t->own_cost + t->other_cost < TUNER_YIELD_MIN_COST)

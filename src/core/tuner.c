@@ -66,6 +66,7 @@ void tuner_init(DepthTuner *t, unsigned min, unsigned start, unsigned max, uint6
                 .relearn_due_usec = next_boundary(now_usec, TUNER_RELEARN_USEC),
                 .relearn_early_usec = next_boundary(now_usec, TUNER_RELEARN_FIRST_USEC),
                 .probe_wait = TUNER_CRUISE_EPOCHS,
+                .hidden_wait_usec = TUNER_HIDDEN_WAIT_USEC,
                 .hold_next = TUNER_CRUISE_EPOCHS,
                 .share_next = TUNER_CRUISE_EPOCHS,
         };

@@ -229,6 +229,14 @@
 /* The pace goes out in batches this often, each at once, at multiples of it on the monotonic
  * clock (hydrator-rate.c): at least the batches of a latency are in flight. */
 #define TUNER_PACE_BATCH_USEC (100 * USEC_PER_MSEC)
+/* Not yielding, the requests beside us took over TUNER_YIELD_TARGET_MAX_USEC in this many of
+ * the last TUNER_RATE_SAMPLES samples: a load whose demand our reads may hide (hidden_demand()):
+ * ... our depth halved this long, ... */
+#define TUNER_HIDDEN_SAMPLES 8
+#define TUNER_HIDDEN_USEC (1 * USEC_PER_SEC)
+#define TUNER_HIDDEN_WAIT_USEC                                             \
+        (30 * USEC_PER_SEC) /* ... then none for 30 s, twice as long after \
+                             * each that found nothing */
 /* Behind a queue, with siblings reading: over 120% of an equal share, drain to it; under 80%,
  * take it (closer than that, the siblings' rates over one epoch do not tell). */
 #define TUNER_SHARE_HIGH 1.2
@@ -419,6 +427,14 @@ typedef struct DepthTuner {
         double stall_budget;                 /* what the tests of this yield may take still, */
         bool stall_budget_set;               /* ... set at its first (half its pace) */
         unsigned stall_tests;                /* ... begun (for the log) */
+
+        /* a load beside us whose demand our reads may hide (hidden_demand()) */
+        unsigned hidden_bits;      /* the last samples: their requests took long (a bit each) */
+        uint64_t hidden_usec;      /* our depth halved since then; 0 not */
+        unsigned hidden_depth;     /* ... from this */
+        uint64_t hidden_next_usec; /* none before then */
+        uint64_t hidden_wait_usec; /* ... the wait after the next that finds nothing */
+        unsigned hidden_probes;    /* begun (for the log) */
 } DepthTuner;
 
 /* tuner_init() - start at @start (clamped to [@min, @max]), in STARTUP. */

@@ -1765,6 +1765,56 @@ static void test_tuner_sixteen_start_with_a_short_queue(void **state) {
         }
 }
 
+/* What the database of the served model got beside three siblings. */
+typedef struct ServedDb {
+        uint64_t behind;    /* the most it fell behind its 2000 reads a second */
+        size_t reads, slow; /* its reads in its first 10 s, and those that waited over 5 ms */
+        double longest;     /* ... the longest wait, usec */
+        double spare;       /* the share of the spare the siblings read in the 10 s after */
+} ServedDb;
+
+/* Three siblings behind one cap of @cap MiB/s, @latency ms, started together (each knowing of
+ * the ones before it if @share, as the bench starts them; else each at 32 reads), then a
+ * database on a fourth volume from 5 s on, for 20 s. */
+static ServedDb served_database(unsigned latency, double cap, bool share) {
+        Served v = {.latency_usec = (double)(latency * MSEC), .cap = cap * MiB};
+        DepthTuner t[3], *all[] = {&t[0], &t[1], &t[2]};
+        const double spare = v.cap - 2000 * SERVED_DB_READ;
+        uint64_t now = 0;
+        double before = 0, *w;
+        ServedDb r = {0};
+
+        for (unsigned i = 0; i < 3; i++) {
+                tuner_init(&t[i], 4, 32, 48, now);
+                if (share)
+                        tuner_start_share(&t[i], i);
+        }
+        served_run(&v, all, 3, &now, 5 * SEC);
+        for (unsigned i = 0; i < 3; i++)
+                before += v.m[i].bytes;
+        /* alone, they fill the cap (less the first round trip) */
+        assert_true(before >= 0.85 * 5 * v.cap);
+        v.db = true;
+        v.db_next = now;
+        served_run(&v, all, 3, &now, 10 * SEC);
+        r.reads = served_waits(&v, &w);
+        while (r.slow < r.reads && w[r.reads - 1 - r.slow] > 5 * MSEC)
+                r.slow++;
+        r.longest = r.reads > 0 ? w[r.reads - 1] : 0;
+        before = v.m[0].bytes + v.m[1].bytes + v.m[2].bytes;
+        served_run(&v, all, 3, &now, 10 * SEC);
+        r.behind = v.db_behind;
+        r.spare = (v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before) / 10 / spare;
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr,
+                        "database at %u ms, %.0f MiB/s%s: %zu reads, %zu waited over 5 ms, the "
+                        "longest %.1f ms, at most %.0f ms behind; then %.0f%% of the spare read\n",
+                        latency, cap, share ? "" : ", no start share", r.reads, r.slow,
+                        r.longest / 1e3, (double)r.behind / 1e3, 100 * r.spare);
+        free(v.waits);
+        return r;
+}
+
 static void test_tuner_served_siblings_leave_the_database_its_turns(void **state) {
         /* Three siblings started together behind one 125 MiB/s cap, 90 ms (as ebs-bench
          * --shared-cap starts them), then a database on a fourth volume 5 s later, on the model
@@ -1777,41 +1827,59 @@ static void test_tuner_served_siblings_leave_the_database_its_turns(void **state
          * a load of 78 MiB/s. Now the growth stops when the database's requests take long
          * (grow_or_hold()): 162 ms behind, 26 reads over 5 ms. (Stopped at the first such
          * sample but only two samples back, 646 ms and 114.) */
-        Served v = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
-        DepthTuner t[3], *all[] = {&t[0], &t[1], &t[2]};
-        const double spare = 125.0 * MiB - 2000 * SERVED_DB_READ;
-        uint64_t now = 0;
-        double before = 0, longest, *w;
-        size_t n, slow = 0;
+        ServedDb r = served_database(90, 125, true);
 
-        for (unsigned i = 0; i < 3; i++) {
-                tuner_init(&t[i], 4, 32, 48, now);
-                tuner_start_share(&t[i], i);
+        assert_true(r.behind <= 250 * MSEC);
+        assert_true(r.slow <= r.reads / 200);
+        assert_true(r.spare >= 0.75);
+}
+
+static void test_tuner_served_database_starved_shows(void **state) {
+        /* The same where the database starves from its first read: at three siblings' turns
+         * to its one it reads 25-40 times a second, under 1 MiB/s, too little to yield to, and
+         * none did, ever (19.5 s behind after 20 s in each case below). Its requests took long
+         * in every sample: our depth halved, and what it wants shows (hidden_demand()). */
+        static const struct {
+                unsigned latency;
+                double cap;
+                bool share;
+        } cases[] = {{90, 125, false}, {120, 150, true}, {50, 100, true}};
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ServedDb r = served_database(cases[i].latency, cases[i].cap, cases[i].share);
+
+                assert_true(r.behind <= 1500 * MSEC);
+                assert_true(r.slow <= r.reads / 100);
+                assert_true(r.spare >= 0.75);
         }
-        served_run(&v, all, 3, &now, 5 * SEC);
-        for (unsigned i = 0; i < 3; i++)
-                before += v.m[i].bytes;
-        /* alone, they fill the cap (less the first round trip) */
-        assert_true(before >= 0.9 * 5 * 125.0 * MiB);
-        v.db = true;
-        v.db_next = now;
-        served_run(&v, all, 3, &now, 10 * SEC);
-        n = served_waits(&v, &w);
-        while (slow < n && w[n - 1 - slow] > 5 * MSEC)
-                slow++;
-        longest = n > 0 ? w[n - 1] : 0;
-        before = v.m[0].bytes + v.m[1].bytes + v.m[2].bytes;
-        served_run(&v, all, 3, &now, 10 * SEC);
+}
+
+static void test_tuner_slow_neighbour_costs_little(void **state) {
+        /* A disk beside ours whose few requests take 10 ms each, on its own (a cold HDD-class
+         * volume, say): they look like a load our reads hide, once, then less and less often.
+         * Over two minutes: at least 95% of what we read without it, three tries at most. */
+        Device v = {.latency_usec = 90 * MSEC,
+                    .cap = 125.0 * MiB,
+                    .neighbours = true,
+                    .stalls = true,
+                    .foreground = 64.0 * 1024,
+                    .their_wait = 10 * MSEC};
+        Device quiet = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
+        DepthTuner t, alone;
+        uint64_t now = 0, now_alone = 0;
+        Run run, ref;
+
+        tuner_init(&t, 4, 32, 256, now);
+        tuner_init(&alone, 4, 32, 256, now_alone);
+        run = drive(&t, &v, &now, 120 * SEC);
+        ref = drive(&alone, &quiet, &now_alone, 120 * SEC);
         if (getenv("TUNER_TRACE"))
-                fprintf(stderr,
-                        "database: %zu reads, %zu waited over 5 ms, the longest %.1f ms, at most "
-                        "%.0f ms behind; then %.0f%% of the spare read\n",
-                        n, slow, longest / 1e3, v.db_behind / 1e3,
-                        100 * (v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before) / 10 / spare);
-        assert_true(v.db_behind <= 250 * MSEC);
-        assert_true(slow <= n / 200);
-        assert_true(v.m[0].bytes + v.m[1].bytes + v.m[2].bytes - before >= 0.75 * 10 * spare);
-        free(v.waits);
+                fprintf(stderr, "slow neighbour: %.1f of %.1f MiB/s, %u tries\n", run.rate[0] / MiB,
+                        ref.rate[0] / MiB, t.hidden_probes);
+        assert_true(t.hidden_probes >= 1);
+        assert_true(t.hidden_probes <= 3);
+        assert_int_equal(t.yields, 0);
+        assert_true(run.rate[0] >= 0.95 * ref.rate[0]);
 }
 
 static void test_tuner_siblings_with_fast_caps_start_fast(void **state) {
@@ -2053,6 +2121,8 @@ int main(void) {
                 cmocka_unit_test(test_tuner_sixteen_start_with_a_short_queue),
                 cmocka_unit_test(test_tuner_siblings_with_fast_caps_start_fast),
                 cmocka_unit_test(test_tuner_served_siblings_leave_the_database_its_turns),
+                cmocka_unit_test(test_tuner_served_database_starved_shows),
+                cmocka_unit_test(test_tuner_slow_neighbour_costs_little),
                 cmocka_unit_test(test_tuner_small_cut_none_known),
                 cmocka_unit_test(test_tuner_gives_way_to_a_greedy_reader),
                 cmocka_unit_test(test_tuner_stays_within_bounds),
