@@ -647,6 +647,8 @@ static bool hidden_demand(DepthTuner *t, uint64_t now) {
                 return false;
         }
         if (t->hidden_usec > 0) {
+                /* the epochs judge nothing at a depth we chose for another reason */
+                tuner_taint(t, now);
                 if (now - t->hidden_usec < TUNER_HIDDEN_USEC)
                         return false;
                 t->hidden_usec = 0;

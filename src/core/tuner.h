@@ -139,6 +139,10 @@
  *    the growth began at, and one less each two mean latencies while it lasts): the total
  *    over the second after the stop is the capacity, unless the seconds before delivered more
  *    (a cap that stops and goes gives slow seconds).
+ *    Not yielding, requests beside us that took long in most samples of the last second may be
+ *    a load that wants more than it gets (starved behind a cap we keep full, it costs too
+ *    little to yield to): the depth is halved for a moment (TUNER_HIDDEN_USEC) to see
+ *    (hidden_demand()).
  *
  * Epochs in which the owner could not keep the depth busy for reasons of its own (rate limit,
  * pause, the plan ran out, retries waiting) are tainted and discarded: they say nothing about
