@@ -639,6 +639,8 @@ static bool hidden_demand(DepthTuner *t, uint64_t now) {
                 ((t->hidden_bits << 1) | (t->their_wait_usec > TUNER_YIELD_TARGET_MAX_USEC)) &
                 ((1u << TUNER_RATE_SAMPLES) - 1);
         if (t->yielding) {
+                /* what they waited while we yielded says nothing of what we hide after */
+                t->hidden_bits = 0;
                 if (t->hidden_usec > 0) { /* it showed: the next may come as soon */
                         t->hidden_usec = 0;
                         t->hidden_wait_usec = TUNER_HIDDEN_WAIT_USEC;
@@ -647,8 +649,6 @@ static bool hidden_demand(DepthTuner *t, uint64_t now) {
                 return false;
         }
         if (t->hidden_usec > 0) {
-                /* the epochs judge nothing at a depth we chose for another reason */
-                tuner_taint(t, now);
                 if (now - t->hidden_usec < TUNER_HIDDEN_USEC)
                         return false;
                 t->hidden_usec = 0;
@@ -659,11 +659,16 @@ static bool hidden_demand(DepthTuner *t, uint64_t now) {
         }
         for (unsigned b = t->hidden_bits; b; b &= b - 1)
                 n++;
-        if (n < TUNER_HIDDEN_SAMPLES || now < t->hidden_next_usec || t->fixed ||
-            t->mode == TUNER_RELEARN || t->read_samples <= TUNER_START_SAMPLES || t->depth < 2)
+        if (n < TUNER_HIDDEN_SAMPLES || now < t->hidden_next_usec || t->mode == TUNER_RELEARN ||
+            t->read_samples <= TUNER_START_SAMPLES || t->depth < 2)
                 return false;
-        if (t->mode == TUNER_SLOW_START)
+        if (t->mode == TUNER_SLOW_START) {
+                unsigned was = t->depth;
+
                 tuner_end_slow_start(t, now);
+                if (t->depth < 2)
+                        return t->depth != was;
+        }
         t->hidden_usec = now;
         t->hidden_depth = t->depth;
         t->hidden_probes++;
@@ -673,7 +678,8 @@ static bool hidden_demand(DepthTuner *t, uint64_t now) {
          * full): the load gets through whatever the cap's order. */
         base = tuner_base_latency(t) > 0 ? (double)tuner_base_latency(t) : t->latency_usec;
         d = t->now.ours * base / (double)USEC_PER_SEC / MAX(t->request_bytes, 1.0) / 2;
-        return tuner_set_depth(t, (unsigned)CLAMP(ceil(d), 1.0, (double)(t->depth / 2)), t->mode);
+        return tuner_set_depth(t, (unsigned)CLAMP(ceil(d), 1.0, (double)MAX(t->depth / 2, 1u)),
+                               t->mode);
 }
 
 bool tuner_sample(DepthTuner *t, double siblings, double own_cost, double other_cost,

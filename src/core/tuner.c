@@ -592,6 +592,11 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
 
         if (t->yielding) /* tuner_sample() decides, on the sampling clock */
                 return false;
+        /* A probe for a hidden load holds the depth down (hidden_demand()): no epoch judges
+         * that depth, and a relearn due waits for it to end (one begun now would go back to
+         * the halved depth after). */
+        if (t->hidden_usec > 0)
+                return false;
         if (t->tainted) {
                 /* Start over once the cause has had a mean latency to clear. */
                 if (now_usec >= t->epoch_usec + (uint64_t)t->latency_usec)

@@ -1882,6 +1882,48 @@ static void test_tuner_slow_neighbour_costs_little(void **state) {
         assert_true(run.rate[0] >= 0.95 * ref.rate[0]);
 }
 
+static void test_tuner_hidden_probe_keeps_out_of_the_way(void **state) {
+        /* A probe for a hidden load and the rest of the climb: a relearn that falls due while
+         * the probe holds the depth down waits for it (begun at the halved depth, it went back
+         * to that depth after, and cruised there); and the waits seen while we yielded start
+         * no probe once the yield is over (the slow start after it was cut at once). */
+        Device v = {.latency_usec = 90 * MSEC,
+                    .cap = 125.0 * MiB,
+                    .neighbours = true,
+                    .stalls = true,
+                    .foreground = 64.0 * 1024,
+                    .their_wait = 10 * MSEC};
+        DepthTuner t;
+        uint64_t now = 0;
+        unsigned before, probes;
+
+        tuner_init(&t, 4, 32, 256, now);
+        while (t.hidden_usec == 0 && now < 10 * SEC)
+                (void)drive(&t, &v, &now, SAMPLE);
+        assert_true(t.hidden_usec > 0);
+        before = t.hidden_depth;
+        t.relearn_due_usec = now; /* due now, in the middle of the probe */
+        (void)drive(&t, &v, &now, TUNER_HIDDEN_USEC / 2);
+        assert_true(t.mode != TUNER_RELEARN);
+        while (t.mode != TUNER_RELEARN && now < 15 * SEC)
+                (void)drive(&t, &v, &now, STEP);
+        assert_int_equal(t.mode, TUNER_RELEARN);
+        assert_true(t.relearn_depth >= before);
+
+        /* a load that costs enough, long enough for a probe to be allowed again */
+        v.foreground = 40.0 * MiB;
+        while ((!t.yielding || now < t.hidden_next_usec + SEC) && now < 120 * SEC)
+                (void)drive(&t, &v, &now, SAMPLE);
+        assert_true(t.yielding);
+        v.foreground = 64.0 * 1024;
+        while (t.yielding && now < 150 * SEC)
+                (void)drive(&t, &v, &now, SAMPLE);
+        assert_false(t.yielding);
+        probes = t.hidden_probes;
+        (void)drive(&t, &v, &now, (TUNER_HIDDEN_SAMPLES - 1) * SAMPLE);
+        assert_int_equal(t.hidden_probes, probes);
+}
+
 static void test_tuner_siblings_with_fast_caps_start_fast(void **state) {
         /* Four volumes with caps of their own, 1000 MiB/s each (a knee of 90 reads): the
          * share they start from is theirs alone, and each climbs from it as it would alone.
@@ -2123,6 +2165,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_served_siblings_leave_the_database_its_turns),
                 cmocka_unit_test(test_tuner_served_database_starved_shows),
                 cmocka_unit_test(test_tuner_slow_neighbour_costs_little),
+                cmocka_unit_test(test_tuner_hidden_probe_keeps_out_of_the_way),
                 cmocka_unit_test(test_tuner_small_cut_none_known),
                 cmocka_unit_test(test_tuner_gives_way_to_a_greedy_reader),
                 cmocka_unit_test(test_tuner_stays_within_bounds),
