@@ -232,6 +232,19 @@ static void sample(Device *v, DepthTuner **t, unsigned n, unsigned i, const doub
                         t[i]->their_wait_usec / 1e3, v->queue_now / 1e3);
 }
 
+/* Under TUNER_TRACE: tuner @i changed its depth at an epoch's end; @in_flight, or -1 unknown. */
+static void trace_update(const DepthTuner *t, unsigned i, uint64_t now, int in_flight) {
+        if (!getenv("TUNER_TRACE"))
+                return;
+        fprintf(stderr,
+                "%7.2f s: tuner %u depth %3u (%s), base %.1f ms, queue %.1f ms, pace %.1f MiB/s",
+                (double)now / 1e6, i, t->depth, tuner_mode_to_string(t->mode),
+                tuner_base_latency(t) / 1000.0, t->queue_delay_usec / 1000.0, tuner_pace(t) / MiB);
+        if (in_flight >= 0)
+                fprintf(stderr, ", %d in flight", in_flight);
+        fputc('\n', stderr);
+}
+
 /* Runs @n tuners on @v for @usec in 10 ms steps. */
 static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint64_t usec) {
         double carry[MAX_TUNERS] = {0}, bytes[MAX_TUNERS] = {0}, depth_sum = 0, queue_sum = 0;
@@ -270,14 +283,8 @@ static Run drive_all(DepthTuner **t, unsigned n, Device *v, uint64_t *now, uint6
                         }
                         if (i == 0 && t[0]->mode != TUNER_RELEARN)
                                 latency_then = t[0]->latency_usec;
-                        if (tuner_update(t[i], *now) && getenv("TUNER_TRACE"))
-                                fprintf(stderr,
-                                        "%7.2f s: tuner %u depth %3u (%s), base %.1f ms, "
-                                        "queue %.1f ms, pace %.1f MiB/s\n",
-                                        (double)*now / 1e6, i, t[i]->depth,
-                                        tuner_mode_to_string(t[i]->mode),
-                                        tuner_base_latency(t[i]) / 1000.0,
-                                        t[i]->queue_delay_usec / 1000.0, tuner_pace(t[i]) / MiB);
+                        if (tuner_update(t[i], *now))
+                                trace_update(t[i], i, *now, -1);
                 }
                 if (t[0]->mode == TUNER_RELEARN && relearn_began == 0) {
                         relearn_began = *now;
@@ -506,14 +513,8 @@ static void served_run(Served *v, DepthTuner **t, unsigned n, uint64_t *now, uin
                                         m->done[r] = m->done[--m->flight_n];
                                 } else
                                         r++;
-                        if (i < n && tuner_update(t[i], *now) && getenv("TUNER_TRACE"))
-                                fprintf(stderr,
-                                        "%7.2f s: tuner %u depth %3u (%s), base %.1f ms, queue "
-                                        "%.1f ms, %u in flight\n",
-                                        (double)*now / 1e6, i, t[i]->depth,
-                                        tuner_mode_to_string(t[i]->mode),
-                                        tuner_base_latency(t[i]) / 1000.0,
-                                        t[i]->queue_delay_usec / 1000.0, served_in_flight(m));
+                        if (i < n && tuner_update(t[i], *now))
+                                trace_update(t[i], i, *now, (int)served_in_flight(m));
                 }
                 if (*now % SAMPLE == 0 && *now > 0)
                         served_sample(v, t, n, *now);
@@ -1854,16 +1855,22 @@ static void test_tuner_served_database_starved_shows(void **state) {
         }
 }
 
+/* A 125 MiB/s volume at 90 ms, and a disk beside it whose few requests (64 KiB/s) take 10 ms
+ * each, on their own. */
+static Device slow_neighbour(void) {
+        return (Device){.latency_usec = 90 * MSEC,
+                        .cap = 125.0 * MiB,
+                        .neighbours = true,
+                        .stalls = true,
+                        .foreground = 64.0 * 1024,
+                        .their_wait = 10 * MSEC};
+}
+
 static void test_tuner_slow_neighbour_costs_little(void **state) {
         /* A disk beside ours whose few requests take 10 ms each, on its own (a cold HDD-class
          * volume, say): they look like a load our reads hide, once, then less and less often.
          * Over two minutes: at least 95% of what we read without it, three tries at most. */
-        Device v = {.latency_usec = 90 * MSEC,
-                    .cap = 125.0 * MiB,
-                    .neighbours = true,
-                    .stalls = true,
-                    .foreground = 64.0 * 1024,
-                    .their_wait = 10 * MSEC};
+        Device v = slow_neighbour();
         Device quiet = {.latency_usec = 90 * MSEC, .cap = 125.0 * MiB};
         DepthTuner t, alone;
         uint64_t now = 0, now_alone = 0;
@@ -1887,12 +1894,7 @@ static void test_tuner_hidden_probe_keeps_out_of_the_way(void **state) {
          * the probe holds the depth down waits for it (begun at the halved depth, it went back
          * to that depth after, and cruised there); and the waits seen while we yielded start
          * no probe once the yield is over (the slow start after it was cut at once). */
-        Device v = {.latency_usec = 90 * MSEC,
-                    .cap = 125.0 * MiB,
-                    .neighbours = true,
-                    .stalls = true,
-                    .foreground = 64.0 * 1024,
-                    .their_wait = 10 * MSEC};
+        Device v = slow_neighbour();
         DepthTuner t;
         uint64_t now = 0;
         unsigned before, probes;
