@@ -632,7 +632,6 @@ static bool decide_yield(DepthTuner *t, uint64_t now, uint64_t dt) {
  * a second at half depth now and then). Returns true when it changed the depth.
  */
 static bool hidden_demand(DepthTuner *t, uint64_t now) {
-        unsigned n = 0;
         double base, d;
 
         t->hidden_bits =
@@ -657,9 +656,8 @@ static bool hidden_demand(DepthTuner *t, uint64_t now) {
                 tuner_taint(t, now);
                 return tuner_set_depth(t, MAX(t->depth, t->hidden_depth), t->mode);
         }
-        for (unsigned b = t->hidden_bits; b; b &= b - 1)
-                n++;
-        if (n < TUNER_HIDDEN_SAMPLES || now < t->hidden_next_usec || t->mode == TUNER_RELEARN ||
+        if (__builtin_popcount(t->hidden_bits) < TUNER_HIDDEN_SAMPLES ||
+            now < t->hidden_next_usec || t->mode == TUNER_RELEARN ||
             t->read_samples <= TUNER_START_SAMPLES || t->depth < 2)
                 return false;
         if (t->mode == TUNER_SLOW_START) {

@@ -234,13 +234,12 @@
  * clock (hydrator-rate.c): at least the batches of a latency are in flight. */
 #define TUNER_PACE_BATCH_USEC (100 * USEC_PER_MSEC)
 /* Not yielding, the requests beside us took over TUNER_YIELD_TARGET_MAX_USEC in this many of
- * the last TUNER_RATE_SAMPLES samples: a load whose demand our reads may hide (hidden_demand()):
- * ... our depth halved this long, ... */
+ * the last TUNER_RATE_SAMPLES samples: a load whose demand our reads may hide (hidden_demand()).
+ * Then our depth is halved for TUNER_HIDDEN_USEC; if nothing showed, none for
+ * TUNER_HIDDEN_WAIT_USEC, twice as long after each such (up to TUNER_PROBE_WAIT_MAX_USEC). */
 #define TUNER_HIDDEN_SAMPLES 8
 #define TUNER_HIDDEN_USEC (1 * USEC_PER_SEC)
-#define TUNER_HIDDEN_WAIT_USEC                                             \
-        (30 * USEC_PER_SEC) /* ... then none for 30 s, twice as long after \
-                             * each that found nothing */
+#define TUNER_HIDDEN_WAIT_USEC (30 * USEC_PER_SEC)
 /* Behind a queue, with siblings reading: over 120% of an equal share, drain to it; under 80%,
  * take it (closer than that, the siblings' rates over one epoch do not tell). */
 #define TUNER_SHARE_HIGH 1.2

@@ -350,7 +350,6 @@ typedef struct ServedMember {
         double tokens;                   /* paced: bytes it may send */
         bool batch_open;                 /* ... a batch not all sent yet */
         double sample_bytes;             /* completed since the last sample */
-        double rate;                     /* bytes/s over the last sample */
         double last[TUNER_RATE_SAMPLES]; /* bytes of each of the last samples, a ring */
         unsigned last_next;
         double second; /* bytes/s over the last second (what the counters tell) */
@@ -376,6 +375,11 @@ typedef struct Served {
 
 static unsigned served_in_flight(const ServedMember *m) {
         return m->wait_n + m->flight_n;
+}
+
+/* What @m completed in the last sample, bytes. */
+static double served_last(const ServedMember *m) {
+        return m->last[(m->last_next + TUNER_RATE_SAMPLES - 1) % TUNER_RATE_SAMPLES];
 }
 
 static void served_pass(Served *v, unsigned n, unsigned k, uint64_t now) {
@@ -417,7 +421,6 @@ static void served_sample(Served *v, DepthTuner **t, unsigned n, uint64_t now) {
         for (unsigned i = 0; i <= n; i++) {
                 ServedMember *m = &v->m[i];
 
-                m->rate = m->sample_bytes * (double)USEC_PER_SEC / (double)SAMPLE;
                 m->last[m->last_next++ % TUNER_RATE_SAMPLES] = m->sample_bytes;
                 m->second = 0;
                 for (unsigned k = 0; k < TUNER_RATE_SAMPLES; k++)
@@ -430,10 +433,15 @@ static void served_sample(Served *v, DepthTuner **t, unsigned n, uint64_t now) {
 
                 for (unsigned j = 0; j < n; j++)
                         if (j != i) {
-                                bytes += v->m[j].rate * (double)SAMPLE / 1e6;
+                                /* read in the last sample: at 1 MiB/s or more, reading */
+                                double last = served_last(&v->m[j]);
+                                bool reading =
+                                        last * (double)USEC_PER_SEC / (double)SAMPLE >= (double)MiB;
+
+                                bytes += last;
                                 siblings += v->m[j].second;
-                                readers += v->m[j].rate >= (double)MiB;
-                                queued += v->m[j].rate >= (double)MiB && tuner_queueing(t[j]);
+                                readers += reading;
+                                queued += reading && tuner_queueing(t[j]);
                         }
                 tuner_siblings(t[i], readers, queued, bytes, now);
                 tuner_stalls(t[i], MAX(waited, took),
