@@ -243,6 +243,7 @@ typedef struct Sample {
         uint64_t target;
         double siblings;  /* bytes/s the siblings read meanwhile */
         unsigned readers; /* how many of them read: 0, none (or not known) */
+        bool beside;      /* siblings read in the window (readers: at its last look only) */
         bool shared;      /* ... and some said their reads queue too */
 } Sample;
 
@@ -450,9 +451,46 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
         return false;
 }
 
+/*
+ * The relearn is over: back to the depth and mode it interrupted. A relearn in the climb
+ * (relearn_floor()) measured the base the start could not: where the climb's last epoch held
+ * more reads than its rate needs at that base, a drain from there to what the rate needs
+ * follows at once; beside siblings it is kept whatever our rate does (as a drain to our share
+ * is: the siblings drain at the same moment, and what one gives up another takes). Back at the
+ * old depth, the queue would stand until an epoch measured it (a second or two, and a workload
+ * that comes meanwhile waits behind it). A climb below the knee still needs what it held (its
+ * rate grew with its depth) and goes on. Not after the minute's relearns in a cruise: there the
+ * epochs judge the depth as before (a device that gets faster the deeper it is driven, beside
+ * siblings with caps of their own, lost a step at each one).
+ */
+static bool end_relearn(DepthTuner *t, const Sample *s) {
+        Sample before = *s;
+        bool changed;
+
+        if (t->relearn_mode != TUNER_STARTUP)
+                return tuner_set_depth(t, t->relearn_depth, t->relearn_mode);
+        t->climb_relearned = true;
+        before.rate = t->last_rate;
+        before.siblings = t->last_siblings;
+        before.readers = t->last_readers;
+        before.shared = t->last_shared;
+        if (t->last_rate > 0 && depth_for(t, &before, drain_rate(&before)) < t->last_depth &&
+            drain(t, &before, t->relearn_depth, &changed)) {
+                t->share_drain |= t->last_beside;
+                return changed;
+        }
+        return tuner_set_depth(t, t->relearn_depth, TUNER_STARTUP);
+}
+
 static bool decide(DepthTuner *t, const Sample *s) {
         switch (t->mode) {
         case TUNER_STARTUP:
+                /* After the climb's relearn, beside siblings, reads that queue end it: whose
+                 * queue it is the rate cannot tell (behind a cap they share, what we add takes
+                 * from theirs, which looks like growth from here), nor did they, with bases
+                 * that hid it. */
+                if (s->beside && t->climb_relearned && queueing(s))
+                        return cruise_at(t, s, t->depth);
                 if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, net_rate(t, s)))
                         return cruise_at(t, s, knee(t, net_rate(t, s))); /* the plateau */
                 set_base(t, t->depth, s);
@@ -487,7 +525,7 @@ static bool decide(DepthTuner *t, const Sample *s) {
         case TUNER_CRUISE:
                 return decide_cruise(t, s);
         case TUNER_RELEARN: /* the slowdown's throughput says nothing; its latency was noted */
-                return tuner_set_depth(t, t->relearn_depth, TUNER_CRUISE);
+                return end_relearn(t, s);
         case TUNER_SLOW_START: /* decided read by read */
         case TUNER_YIELD:      /* decided sample by sample */
         case _TUNER_MODE_MAX:
@@ -500,13 +538,22 @@ static bool decide(DepthTuner *t, const Sample *s) {
  * Once a minute, one epoch at the smallest depth: the base without our own queue. At the same
  * time as every other instance (next_boundary()), at whatever moment of a cruise (a relearn that
  * waited for the end of an epoch fell at another moment in each; one in a probe, or the slow
- * start, waits for the cruise after it), so that a queue we share drains too. With siblings
- * reading, one read each: four volumes' minimum depths at once would still keep a queue at a shared
- * cap (16 MiB in flight where 150 MiB/s x 90 ms is 13.5), and a base learned behind it hides every
- * queue after.
+ * start, waits for the cruise after it), so that a queue we share drains too. With someone else
+ * there (tuner_base_doubted()), the climb's STARTUP does not wait either: its base is the slow
+ * start's, and where the device answers a burst of reads all at once (the rig's FUSE export,
+ * unit/tuner's served model with pieces), the start's smallest latency is the whole burst's
+ * (250-690 ms on a 90 ms rig volume), no queue shows against it, and three siblings climbed to
+ * 24 reads each until a cruise let the relearn in. After it, the climb goes on, or drains where
+ * it held more than its rate needs (end_relearn()). With siblings reading, one read each: four
+ * volumes' minimum depths at once would still keep a queue at a shared cap (16 MiB in flight
+ * where 150 MiB/s x 90 ms is 13.5), and a base learned behind it hides every queue after; so
+ * does a climb's relearn beside siblings that read in its last epoch, whatever they said of
+ * their queue (none had a base that showed one).
  */
 static unsigned relearn_floor(const DepthTuner *t, uint64_t now) {
-        return shared_lately(t, now) ? 1 : t->min;
+        bool climbing_beside = t->mode == TUNER_STARTUP && t->last_beside;
+
+        return shared_lately(t, now) || climbing_beside ? 1 : t->min;
 }
 
 static bool start_relearn(DepthTuner *t, uint64_t now) {
@@ -516,6 +563,7 @@ static bool start_relearn(DepthTuner *t, uint64_t now) {
         if (t->depth <= d)
                 return false;
         t->relearn_depth = t->depth;
+        t->relearn_mode = t->mode;
         t->relearn_shared = shared_lately(t, now); /* for the whole epoch (tuner_update()) */
         tuner_forget_probe(t);
         tuner_new_epoch(t, now);
@@ -526,6 +574,9 @@ static bool start_relearn(DepthTuner *t, uint64_t now) {
  * it knows. */
 bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         t->base_rate = 0;
+        t->last_rate = 0; /* the epochs before the yield measured another device */
+        t->last_beside = false;
+        t->climb_relearned = false;
         t->cruise_epochs = 0;
         t->delay_hold = false;
         tuner_forget_probe(t);
@@ -575,6 +626,7 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
                 return false;
         t->suspect = true;
         t->relearn_depth = t->depth;
+        t->relearn_mode = TUNER_CRUISE;
         /* The relearn returns to CRUISE: a share taken or given up is not judged after it.
          * (A drain's own flags stay, as they always did: cleared too, sixteen siblings in
          * unit/tuner's model lost 1% of the cap.) */
@@ -588,6 +640,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         uint64_t window =
                 MAX(TUNER_WINDOW_MIN_USEC, (uint64_t)(TUNER_WINDOW_LATENCIES * t->latency_usec));
         Sample s;
+        TunerMode was;
+        unsigned was_depth;
         bool changed;
 
         if (t->yielding) /* tuner_sample() decides, on the sampling clock */
@@ -605,7 +659,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         }
         if (t->mode == TUNER_SLOW_START) /* decided read by read (tuner_complete()) */
                 return false;
-        if (!t->fixed && t->mode == TUNER_CRUISE && now_usec >= t->relearn_due_usec)
+        if (!t->fixed && now_usec >= t->relearn_due_usec &&
+            (t->mode == TUNER_CRUISE || (t->mode == TUNER_STARTUP && t->base_doubted)))
                 return start_relearn(t, now_usec);
         /* A relearn wants the smallest latency, not a throughput, and each moment of it costs.
          * Where the queue was ours alone, a couple of reads sent after it drained will do: a
@@ -631,6 +686,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         s.base = tuner_base_latency(t);
         /* The siblings' rate over the same window; none sampled in it: as if none read. */
         s.readers = t->sibling_usec > 0 ? t->readers : 0;
+        s.beside = t->sibling_usec > 0 && t->sibling_bytes > 0;
         s.shared = s.readers > 0 && t->shared_window;
         s.siblings = s.readers > 0
                              ? t->sibling_bytes * (double)USEC_PER_SEC / (double)t->sibling_usec
@@ -657,6 +713,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         s.target = t->others ? tuner_yield_target(s.base) : tuner_target(s.base);
         t->queue_delay_usec = s.queue;
         t->queueing = queueing(&s);
+        was = t->mode;
+        was_depth = t->depth;
         if (t->fixed)
                 changed = false;
         else if (t->mode != TUNER_RELEARN &&
@@ -664,6 +722,14 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
                 changed = false; /* blocks warm already (a resumed run): nothing to climb on */
         else {
                 changed = decide(t, &s);
+        }
+        if (was != TUNER_RELEARN && s.rate > 0) { /* a relearn's rate is its slowdown's */
+                t->last_depth = was_depth;
+                t->last_rate = s.rate;
+                t->last_siblings = s.siblings;
+                t->last_readers = s.readers;
+                t->last_shared = s.shared;
+                t->last_beside = s.beside;
         }
         tuner_new_epoch(t, now_usec);
         return changed;

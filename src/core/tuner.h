@@ -61,11 +61,14 @@
  *    too high there only holds off a drain that would cost us throughput. Once someone else
  *    comes (a sibling reads, anyone's I/O on our disk, others' costing TUNER_YIELD_MIN_COST
  *    or more), their reads wait behind that queue and the drain and the yield lean on the
- *    base: the first relearn comes at the next TUNER_RELEARN_FIRST_USEC boundary, and a slow
- *    start that is over gives the base meanwhile (its smallest latency, unless under half the
- *    base); for a sibling that comes after the first such boundary, it alone (a relearn then
- *    would measure the newcomer's queue). Every relearn first lets a mean
- *    latency pass. One of a queue of our own then counts only the reads sent after it began,
+ *    base: the first relearn comes at the next TUNER_RELEARN_FIRST_USEC boundary (in STARTUP
+ *    too, at one read beside siblings that read: the start's base may be the whole burst's,
+ *    relearn_floor()), and a slow start that is over gives the base meanwhile (its smallest
+ *    latency, unless under half the base); for a sibling that comes after the first such
+ *    boundary, it alone (a relearn then would measure the newcomer's queue). After a relearn
+ *    in the climb, a depth beyond what the rate needs at the base found is drained at once,
+ *    and beside siblings a queue ends the climb (end_relearn()). Every relearn first lets a
+ *    mean latency pass. One of a queue of our own counts only the reads sent after it began,
  *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
  *    the queue shared lately lasts a window of twice the smaller of the base and its own
  *    smallest latency (at least TUNER_WINDOW_MIN_USEC: the siblings' part of the queue drains
@@ -343,7 +346,15 @@ typedef struct DepthTuner {
         uint64_t queue_delay_usec;              /* of the last epoch */
         double request_bytes;                   /* bytes of the last read completed */
         uint64_t relearn_due_usec;
-        unsigned relearn_depth;      /* the depth to return to after RELEARN */
+        unsigned relearn_depth; /* the depth to return to after RELEARN */
+        TunerMode relearn_mode; /* ... and the mode (CRUISE, or STARTUP it interrupted) */
+        bool climb_relearned;   /* a relearn came in this climb (end_relearn()) */
+        unsigned last_depth;    /* the last epoch (not a relearn): its depth, rate, the */
+        double last_rate;       /* ... siblings' rate and how many read at its end, whether */
+        double last_siblings;   /* ... the queue was shared, whether siblings read in its */
+        unsigned last_readers;  /* ... window; last_rate 0: none since the climb began */
+        bool last_shared;
+        bool last_beside;
         uint64_t base_checked_usec;  /* when a relearn last measured the base */
         bool base_doubted;           /* ... none had when others came (tuner_base_doubted()) */
         uint64_t relearn_early_usec; /* the first 5 s boundary after the start */
