@@ -422,6 +422,7 @@ static bool decide_probe_down(DepthTuner *t, const Sample *s) {
 static bool decide_cruise(DepthTuner *t, const Sample *s) {
         bool changed;
 
+        t->climb_relearned = false; /* the climb is over (a later one has no relearn of its own) */
         /* Follow the device while cruising: the base is the latest measure. */
         set_base(t, t->depth, s);
         if (t->delay_hold && --t->hold_left == 0)
@@ -453,15 +454,17 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
 
 /*
  * The relearn is over: back to the depth and mode it interrupted. A relearn in the climb
- * (relearn_floor()) measured the base the start could not: where the climb's last epoch held
- * more reads than its rate needs at that base, a drain from there to what the rate needs
- * follows at once; beside siblings it is kept whatever our rate does (as a drain to our share
- * is: the siblings drain at the same moment, and what one gives up another takes). Back at the
- * old depth, the queue would stand until an epoch measured it (a second or two, and a workload
- * that comes meanwhile waits behind it). A climb below the knee still needs what it held (its
- * rate grew with its depth) and goes on. Not after the minute's relearns in a cruise: there the
- * epochs judge the depth as before (a device that gets faster the deeper it is driven, beside
- * siblings with caps of their own, lost a step at each one).
+ * (relearn_floor()) measured the base the start could not; where the siblings said their reads
+ * queue with ours (one cap for all) and the climb's last epoch held more reads than its rate
+ * needs at that base, a drain to what the rate needs follows at once, and is kept whatever our
+ * rate does, as a drain to our share is (the siblings drain at the same moment, and what one
+ * gives up another takes). Back at the old depth, the queue would stand until an epoch measured
+ * it (a second or two, and a workload that comes meanwhile waits behind it). Not beside
+ * siblings on caps of their own, nor alone: a device that gets faster the deeper it is driven
+ * has latencies that look queued and still pays for its depth (beside siblings of their own,
+ * unit/tuner's curve lost 477 -> 278 MiB/s to a first form that drained after every relearn
+ * beside any sibling, and 477 -> 392 to one that drained after the climb's). Nor after the
+ * minute's relearns in a cruise: the epochs judge the depth there, as before.
  */
 static bool end_relearn(DepthTuner *t, const Sample *s) {
         Sample before = *s;
@@ -474,9 +477,10 @@ static bool end_relearn(DepthTuner *t, const Sample *s) {
         before.siblings = t->last_siblings;
         before.readers = t->last_readers;
         before.shared = t->last_shared;
-        if (t->last_rate > 0 && depth_for(t, &before, drain_rate(&before)) < t->last_depth &&
+        if (t->last_rate > 0 && t->last_shared &&
+            depth_for(t, &before, drain_rate(&before)) < t->last_depth &&
             drain(t, &before, t->relearn_depth, &changed)) {
-                t->share_drain |= t->last_beside;
+                t->share_drain = true;
                 return changed;
         }
         return tuner_set_depth(t, t->relearn_depth, TUNER_STARTUP);
@@ -485,11 +489,11 @@ static bool end_relearn(DepthTuner *t, const Sample *s) {
 static bool decide(DepthTuner *t, const Sample *s) {
         switch (t->mode) {
         case TUNER_STARTUP:
-                /* After the climb's relearn, beside siblings, reads that queue end it: whose
-                 * queue it is the rate cannot tell (behind a cap they share, what we add takes
-                 * from theirs, which looks like growth from here), nor did they, with bases
-                 * that hid it. */
-                if (s->beside && t->climb_relearned && queueing(s))
+                /* After the climb's relearn, where the siblings' reads queue with ours, a queue
+                 * ends it: behind a cap we share, what we add takes from theirs, and looks like
+                 * growth from here (net_rate() sees it only once they say so, and their bases
+                 * hid it until that relearn). */
+                if (s->shared && t->climb_relearned && queueing(s))
                         return cruise_at(t, s, t->depth);
                 if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, net_rate(t, s)))
                         return cruise_at(t, s, knee(t, net_rate(t, s))); /* the plateau */
@@ -539,19 +543,23 @@ static bool decide(DepthTuner *t, const Sample *s) {
  * time as every other instance (next_boundary()), at whatever moment of a cruise (a relearn that
  * waited for the end of an epoch fell at another moment in each; one in a probe, or the slow
  * start, waits for the cruise after it), so that a queue we share drains too. With someone else
- * there (tuner_base_doubted()), the climb's STARTUP does not wait either: its base is the slow
- * start's, and where the device answers a burst of reads all at once (the rig's FUSE export,
- * unit/tuner's served model with pieces), the start's smallest latency is the whole burst's
- * (250-690 ms on a 90 ms rig volume), no queue shows against it, and three siblings climbed to
- * 24 reads each until a cruise let the relearn in. After it, the climb goes on, or drains where
- * it held more than its rate needs (end_relearn()). With siblings reading, one read each: four
+ * there (tuner_base_doubted()), the first does not wait for the climb's STARTUP to end: its
+ * base is the slow start's, and where the device answers a burst of reads all at once (the
+ * rig's FUSE export, unit/tuner's served model with pieces), the start's smallest latency is
+ * the whole burst's (250-690 ms on a 90 ms rig volume), no queue shows against it, and three
+ * siblings climbed to 24 reads each until a cruise let the relearn in. After it, the climb
+ * goes on, or drains where it held more than its rate needs behind a cap shared with the
+ * siblings (end_relearn()). With siblings reading, one read each: four
  * volumes' minimum depths at once would still keep a queue at a shared cap (16 MiB in flight
  * where 150 MiB/s x 90 ms is 13.5), and a base learned behind it hides every queue after; so
- * does a climb's relearn beside siblings that read in its last epoch, whatever they said of
- * their queue (none had a base that showed one).
+ * does a climb's relearn beside siblings that read in its last epoch (or, before its first, as
+ * it started), whatever they said of their queue (none had a base that showed one).
  */
 static unsigned relearn_floor(const DepthTuner *t, uint64_t now) {
-        bool climbing_beside = t->mode == TUNER_STARTUP && t->last_beside;
+        /* before the climb's first epoch, whether siblings read as we started */
+        bool climbing_beside =
+                t->mode == TUNER_STARTUP &&
+                (t->last_rate > 0 ? t->last_beside : t->readers > 0 || t->start_shared);
 
         return shared_lately(t, now) || climbing_beside ? 1 : t->min;
 }
@@ -660,7 +668,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         if (t->mode == TUNER_SLOW_START) /* decided read by read (tuner_complete()) */
                 return false;
         if (!t->fixed && now_usec >= t->relearn_due_usec &&
-            (t->mode == TUNER_CRUISE || (t->mode == TUNER_STARTUP && t->base_doubted)))
+            (t->mode == TUNER_CRUISE ||
+             (t->mode == TUNER_STARTUP && t->base_doubted && t->base_checked_usec == 0)))
                 return start_relearn(t, now_usec);
         /* A relearn wants the smallest latency, not a throughput, and each moment of it costs.
          * Where the queue was ours alone, a couple of reads sent after it drained will do: a

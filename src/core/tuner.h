@@ -66,8 +66,9 @@
  *    relearn_floor()), and a slow start that is over gives the base meanwhile (its smallest
  *    latency, unless under half the base); for a sibling that comes after the first such
  *    boundary, it alone (a relearn then would measure the newcomer's queue). After a relearn
- *    in the climb, a depth beyond what the rate needs at the base found is drained at once,
- *    and beside siblings a queue ends the climb (end_relearn()). Every relearn first lets a
+ *    in the climb, where the siblings' reads queue with ours, a depth beyond what the rate
+ *    needs at the base found is drained at once, and a queue ends the climb (end_relearn()).
+ *    Every relearn first lets a
  *    mean latency pass. One of a queue of our own counts only the reads sent after it began,
  *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
  *    the queue shared lately lasts a window of twice the smaller of the base and its own
