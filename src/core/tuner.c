@@ -454,17 +454,19 @@ static bool decide_cruise(DepthTuner *t, const Sample *s) {
 
 /*
  * The relearn is over: back to the depth and mode it interrupted. A relearn in the climb
- * (relearn_floor()) measured the base the start could not; where the siblings said their reads
- * queue with ours (one cap for all) and the climb's last epoch held more reads than its rate
- * needs at that base, a drain to what the rate needs follows at once, and is kept whatever our
- * rate does, as a drain to our share is (the siblings drain at the same moment, and what one
- * gives up another takes). Back at the old depth, the queue would stand until an epoch measured
- * it (a second or two, and a workload that comes meanwhile waits behind it). Not beside
- * siblings on caps of their own, nor alone: a device that gets faster the deeper it is driven
- * has latencies that look queued and still pays for its depth (beside siblings of their own,
- * unit/tuner's curve lost 477 -> 278 MiB/s to a first form that drained after every relearn
- * beside any sibling, and 477 -> 392 to one that drained after the climb's). Nor after the
- * minute's relearns in a cruise: the epochs judge the depth there, as before.
+ * (relearn_floor()) measured the base the start could not; where the climb's last epoch took at
+ * least twice that base (a queue as long as the device's own latency: the start's burst, the
+ * rig's 250-690 ms on a 90 ms volume) and held more reads than its rate needs at it, a drain to
+ * what the rate needs follows at once, and beside siblings it is kept whatever our rate does,
+ * as a drain to our share is (the siblings drain at the same moment, and what one gives up
+ * another takes). Back at the old depth, the queue would stand until an epoch measured it (a
+ * second or two, and a workload that comes meanwhile waits behind it). A climb below the knee
+ * still needs what it held (its rate grew with its depth) and goes on; so does one on a device
+ * that gets faster the deeper it is driven, whose latency grows a little with its depth
+ * (unit/tuner's curve, 121 ms at 32 reads against 94 at one, lost 477 -> 392 MiB/s beside
+ * siblings on caps of their own to a drain after any relearn in the climb, and 477 -> 278 to
+ * one after every relearn). Not after the minute's relearns in a cruise: the epochs judge the
+ * depth there, as before.
  */
 static bool end_relearn(DepthTuner *t, const Sample *s) {
         Sample before = *s;
@@ -477,10 +479,10 @@ static bool end_relearn(DepthTuner *t, const Sample *s) {
         before.siblings = t->last_siblings;
         before.readers = t->last_readers;
         before.shared = t->last_shared;
-        if (t->last_rate > 0 && t->last_shared &&
+        if (t->last_rate > 0 && t->last_latency >= 2 * s->base &&
             depth_for(t, &before, drain_rate(&before)) < t->last_depth &&
             drain(t, &before, t->relearn_depth, &changed)) {
-                t->share_drain = true;
+                t->share_drain |= t->last_beside;
                 return changed;
         }
         return tuner_set_depth(t, t->relearn_depth, TUNER_STARTUP);
@@ -489,11 +491,14 @@ static bool end_relearn(DepthTuner *t, const Sample *s) {
 static bool decide(DepthTuner *t, const Sample *s) {
         switch (t->mode) {
         case TUNER_STARTUP:
-                /* After the climb's relearn, where the siblings' reads queue with ours, a queue
-                 * ends it: behind a cap we share, what we add takes from theirs, and looks like
-                 * growth from here (net_rate() sees it only once they say so, and their bases
-                 * hid it until that relearn). */
-                if (s->shared && t->climb_relearned && queueing(s))
+                /* After the climb's relearn, beside siblings, reads that queue end it where
+                 * they say theirs queue too, or where the queue is as long as the base: behind
+                 * a cap we share, what we add takes from theirs and looks like growth from
+                 * here (net_rate() sees it only once they say so, and their bases hid it until
+                 * that relearn). A device that gets faster the deeper it is driven queues less
+                 * than that, and climbs on. */
+                if (s->beside && t->climb_relearned && queueing(s) &&
+                    (s->shared || s->queue >= s->base))
                         return cruise_at(t, s, t->depth);
                 if (t->base_rate > 0 && t->depth > t->base_depth && !growth_paid(t, net_rate(t, s)))
                         return cruise_at(t, s, knee(t, net_rate(t, s))); /* the plateau */
@@ -548,8 +553,8 @@ static bool decide(DepthTuner *t, const Sample *s) {
  * rig's FUSE export, unit/tuner's served model with pieces), the start's smallest latency is
  * the whole burst's (250-690 ms on a 90 ms rig volume), no queue shows against it, and three
  * siblings climbed to 24 reads each until a cruise let the relearn in. After it, the climb
- * goes on, or drains where it held more than its rate needs behind a cap shared with the
- * siblings (end_relearn()). With siblings reading, one read each: four
+ * goes on, or drains where it held more than its rate needs behind a queue as long as the
+ * base (end_relearn()). With siblings reading, one read each: four
  * volumes' minimum depths at once would still keep a queue at a shared cap (16 MiB in flight
  * where 150 MiB/s x 90 ms is 13.5), and a base learned behind it hides every queue after; so
  * does a climb's relearn beside siblings that read in its last epoch (or, before its first, as
@@ -734,6 +739,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         }
         if (was != TUNER_RELEARN && s.rate > 0) { /* a relearn's rate is its slowdown's */
                 t->last_depth = was_depth;
+                t->last_latency = s.base + s.queue;
                 t->last_rate = s.rate;
                 t->last_siblings = s.siblings;
                 t->last_readers = s.readers;

@@ -66,9 +66,9 @@
  *    relearn_floor()), and a slow start that is over gives the base meanwhile (its smallest
  *    latency, unless under half the base); for a sibling that comes after the first such
  *    boundary, it alone (a relearn then would measure the newcomer's queue). After a relearn
- *    in the climb, where the siblings' reads queue with ours, a depth beyond what the rate
- *    needs at the base found is drained at once, and a queue ends the climb (end_relearn()).
- *    Every relearn first lets a
+ *    in the climb whose last epoch took twice the base found, a depth beyond what the rate
+ *    needs at that base is drained at once, and beside siblings a queue ends the climb
+ *    (end_relearn()). Every relearn first lets a
  *    mean latency pass. One of a queue of our own counts only the reads sent after it began,
  *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
  *    the queue shared lately lasts a window of twice the smaller of the base and its own
@@ -356,6 +356,7 @@ typedef struct DepthTuner {
         unsigned last_readers;  /* ... window; last_rate 0: none since the climb began */
         bool last_shared;
         bool last_beside;
+        uint64_t last_latency;       /* ... and its smallest latency */
         uint64_t base_checked_usec;  /* when a relearn last measured the base */
         bool base_doubted;           /* ... none had when others came (tuner_base_doubted()) */
         uint64_t relearn_early_usec; /* the first 5 s boundary after the start */
