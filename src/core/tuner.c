@@ -234,18 +234,7 @@ uint64_t tuner_yield_target(uint64_t base_usec) {
                      TUNER_YIELD_TARGET_MAX_USEC);
 }
 
-/* What one epoch measured. */
-typedef struct Sample {
-        double rate;    /* bytes/s */
-        double request; /* bytes per completion */
-        uint64_t base;  /* base latency, usec */
-        uint64_t queue; /* queueing delay, usec */
-        uint64_t target;
-        double siblings;  /* bytes/s the siblings read meanwhile */
-        unsigned readers; /* how many of them read: 0, none (or not known) */
-        bool beside;      /* siblings read in the window (readers: at its last look only) */
-        bool shared;      /* ... and some said their reads queue too */
-} Sample;
+typedef TunerEpoch Sample;
 
 /* Reads in flight that carry @rate at the base latency plus the target (Little's law). Below the
  * climb's minimum if need be: a queue is a queue, however few reads we have in it. */
@@ -475,14 +464,15 @@ static bool end_relearn(DepthTuner *t, const Sample *s) {
         if (t->relearn_mode != TUNER_STARTUP)
                 return tuner_set_depth(t, t->relearn_depth, t->relearn_mode);
         t->climb_relearned = true;
-        before.rate = t->last_rate;
-        before.siblings = t->last_siblings;
-        before.readers = t->last_readers;
-        before.shared = t->last_shared;
-        if (t->last_rate > 0 && t->last_latency >= 2 * s->base &&
-            depth_for(t, &before, drain_rate(&before)) < t->last_depth &&
+        /* its rate and siblings, at the base and target just measured */
+        before.rate = t->last.rate;
+        before.siblings = t->last.siblings;
+        before.readers = t->last.readers;
+        before.shared = t->last.shared;
+        if (t->last.rate > 0 && t->last.base + t->last.queue >= 2 * s->base &&
+            depth_for(t, &before, drain_rate(&before)) < t->last.depth &&
             drain(t, &before, t->relearn_depth, &changed)) {
-                t->share_drain |= t->last_beside;
+                t->share_drain |= t->last.beside;
                 return changed;
         }
         return tuner_set_depth(t, t->relearn_depth, TUNER_STARTUP);
@@ -564,7 +554,7 @@ static unsigned relearn_floor(const DepthTuner *t, uint64_t now) {
         /* before the climb's first epoch, whether siblings read as we started */
         bool climbing_beside =
                 t->mode == TUNER_STARTUP &&
-                (t->last_rate > 0 ? t->last_beside : t->readers > 0 || t->start_shared);
+                (t->last.rate > 0 ? t->last.beside : t->readers > 0 || t->start_shared);
 
         return shared_lately(t, now) || climbing_beside ? 1 : t->min;
 }
@@ -587,8 +577,7 @@ static bool start_relearn(DepthTuner *t, uint64_t now) {
  * it knows. */
 bool tuner_restart_climb(DepthTuner *t, uint64_t now) {
         t->base_rate = 0;
-        t->last_rate = 0; /* the epochs before the yield measured another device */
-        t->last_beside = false;
+        t->last = (TunerEpoch){0}; /* the epochs before the yield measured another device */
         t->climb_relearned = false;
         t->cruise_epochs = 0;
         t->delay_hold = false;
@@ -652,9 +641,8 @@ static bool new_population(DepthTuner *t, uint64_t base, uint64_t now) {
 bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         uint64_t window =
                 MAX(TUNER_WINDOW_MIN_USEC, (uint64_t)(TUNER_WINDOW_LATENCIES * t->latency_usec));
-        Sample s;
+        Sample s = {0};
         TunerMode was;
-        unsigned was_depth;
         bool changed;
 
         if (t->yielding) /* tuner_sample() decides, on the sampling clock */
@@ -728,7 +716,7 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         t->queue_delay_usec = s.queue;
         t->queueing = queueing(&s);
         was = t->mode;
-        was_depth = t->depth;
+        s.depth = t->depth;
         if (t->fixed)
                 changed = false;
         else if (t->mode != TUNER_RELEARN &&
@@ -737,15 +725,8 @@ bool tuner_update(DepthTuner *t, uint64_t now_usec) {
         else {
                 changed = decide(t, &s);
         }
-        if (was != TUNER_RELEARN && s.rate > 0) { /* a relearn's rate is its slowdown's */
-                t->last_depth = was_depth;
-                t->last_latency = s.base + s.queue;
-                t->last_rate = s.rate;
-                t->last_siblings = s.siblings;
-                t->last_readers = s.readers;
-                t->last_shared = s.shared;
-                t->last_beside = s.beside;
-        }
+        if (was != TUNER_RELEARN && s.rate > 0) /* a relearn's rate is its slowdown's */
+                t->last = s;
         tuner_new_epoch(t, now_usec);
         return changed;
 }

@@ -68,8 +68,8 @@
  *    boundary, it alone (a relearn then would measure the newcomer's queue). After a relearn
  *    in the climb whose last epoch took twice the base found, a depth beyond what the rate
  *    needs at that base is drained at once, and beside siblings a queue ends the climb
- *    (end_relearn()). Every relearn first lets a
- *    mean latency pass. One of a queue of our own counts only the reads sent after it began,
+ *    (end_relearn()). Every relearn first lets a mean latency pass. One of a queue of our
+ *    own counts only the reads sent after it began,
  *    and ends once TUNER_RELEARN_READS (or its depth) of them are back; one that began with
  *    the queue shared lately lasts a window of twice the smaller of the base and its own
  *    smallest latency (at least TUNER_WINDOW_MIN_USEC: the siblings' part of the queue drains
@@ -284,6 +284,20 @@ typedef struct TunerSlot {
         uint64_t min_latency_usec; /* UINT64_MAX: no cold read completed */
 } TunerSlot;
 
+/* What one epoch measured (tuner.c). */
+typedef struct TunerEpoch {
+        double rate;      /* bytes/s; 0: no epoch measured */
+        double request;   /* bytes per completion */
+        uint64_t base;    /* base latency, usec */
+        uint64_t queue;   /* queueing delay, usec: its smallest latency less the base */
+        uint64_t target;  /* queueing delay worth nothing more */
+        double siblings;  /* bytes/s the siblings read meanwhile */
+        unsigned readers; /* how many of them read: 0, none (or not known) */
+        bool beside;      /* siblings read in the window (readers: at its last look only) */
+        bool shared;      /* ... and some said their reads queue too */
+        unsigned depth;   /* the depth it measured */
+} TunerEpoch;
+
 /* One second of the capacity window: the rates over it, and the most the others cost in it. */
 typedef struct TunerSecond {
         double ours, own_total, all_total;
@@ -347,16 +361,11 @@ typedef struct DepthTuner {
         uint64_t queue_delay_usec;              /* of the last epoch */
         double request_bytes;                   /* bytes of the last read completed */
         uint64_t relearn_due_usec;
-        unsigned relearn_depth; /* the depth to return to after RELEARN */
-        TunerMode relearn_mode; /* ... and the mode (CRUISE, or STARTUP it interrupted) */
-        bool climb_relearned;   /* a relearn came in this climb (end_relearn()) */
-        unsigned last_depth;    /* the last epoch (not a relearn): its depth, rate, the */
-        double last_rate;       /* ... siblings' rate and how many read at its end, whether */
-        double last_siblings;   /* ... the queue was shared, whether siblings read in its */
-        unsigned last_readers;  /* ... window; last_rate 0: none since the climb began */
-        bool last_shared;
-        bool last_beside;
-        uint64_t last_latency;       /* ... and its smallest latency */
+        unsigned relearn_depth;      /* the depth to return to after RELEARN */
+        TunerMode relearn_mode;      /* ... and the mode (CRUISE, or STARTUP it interrupted) */
+        bool climb_relearned;        /* a relearn came in this climb (end_relearn()) */
+        TunerEpoch last;             /* the last epoch not a relearn's; rate 0: none since the climb
+                                      * began */
         uint64_t base_checked_usec;  /* when a relearn last measured the base */
         bool base_doubted;           /* ... none had when others came (tuner_base_doubted()) */
         uint64_t relearn_early_usec; /* the first 5 s boundary after the start */

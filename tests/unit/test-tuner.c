@@ -1987,6 +1987,50 @@ static void test_tuner_served_burst_then_a_database(void **state) {
         assert_true(spare >= 0.85);
 }
 
+/* A tuner in its climb at 24 reads with a relearn due now: someone else there if @doubted,
+ * siblings seen reading as it started if @siblings, a relearn measured already if @checked. */
+static DepthTuner climb_with_relearn_due(bool doubted, bool siblings, bool checked) {
+        DepthTuner t;
+
+        tuner_init(&t, 4, 32, 256, 0);
+        t.mode = TUNER_STARTUP;
+        t.depth = 24;
+        t.base_doubted = doubted;
+        t.start_shared = siblings;
+        t.base_checked_usec = checked ? 1 : 0;
+        t.relearn_due_usec = 0;
+        return t;
+}
+
+static void test_tuner_relearn_in_the_climb_once(void **state) {
+        /* With someone else there, the first relearn due interrupts the climb, and goes back
+         * to it after; before the climb's first epoch, at one read where siblings were seen
+         * reading as it started (at the minimum otherwise). Not alone, where it waits for the
+         * cruise as before, nor after a relearn measured the base once: a later climb (after a
+         * probe up that paid) is left to run. */
+        DepthTuner t = climb_with_relearn_due(true, true, false);
+
+        assert_true(tuner_update(&t, 0));
+        assert_int_equal(t.mode, TUNER_RELEARN);
+        assert_int_equal(t.depth, 1);
+        assert_int_equal(t.relearn_mode, TUNER_STARTUP);
+        assert_int_equal(t.relearn_depth, 24);
+
+        t = climb_with_relearn_due(true, false, false);
+        assert_true(tuner_update(&t, 0));
+        assert_int_equal(t.mode, TUNER_RELEARN);
+        assert_int_equal(t.depth, 4);
+
+        t = climb_with_relearn_due(false, true, false);
+        assert_false(tuner_update(&t, 0));
+        assert_int_equal(t.mode, TUNER_STARTUP);
+
+        t = climb_with_relearn_due(true, true, true);
+        assert_false(tuner_update(&t, 0));
+        assert_int_equal(t.mode, TUNER_STARTUP);
+        assert_int_equal(t.depth, 24);
+}
+
 static void test_tuner_curve_beside_siblings_of_their_own(void **state) {
         /* The rig's curve (faster the deeper it is driven), beside two siblings reading 125
          * MiB/s each on volumes with caps of their own (their reads never queue with ours),
@@ -2375,6 +2419,7 @@ int main(void) {
                 cmocka_unit_test(test_tuner_served_database_starved_shows),
                 cmocka_unit_test(test_tuner_served_start_in_a_burst),
                 cmocka_unit_test(test_tuner_served_burst_then_a_database),
+                cmocka_unit_test(test_tuner_relearn_in_the_climb_once),
                 cmocka_unit_test(test_tuner_curve_beside_siblings_of_their_own),
                 cmocka_unit_test(test_tuner_climb_after_a_yield_forgets_the_epochs_before),
                 cmocka_unit_test(test_tuner_slow_neighbour_costs_little),
