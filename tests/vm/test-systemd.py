@@ -135,8 +135,8 @@ def unit_of(vol):
 
 
 def unit_props(m, unit):
-    out = m.succeed("systemctl show -p ActiveState,SubState,Result,StatusText,NRestarts %s"
-                    % unit)
+    out = m.succeed("systemctl show -p ActiveState,SubState,Result,StatusText,NRestarts,"
+                    "ExecMainStartTimestampMonotonic %s" % unit)
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
@@ -158,6 +158,19 @@ def started(p):
 
 def finished(p):
     return p["SubState"] in ("exited", "dead", "failed") or p["ActiveState"] == "failed"
+
+
+def wait_run_finished(m, kname, unit, timeout):
+    """wait_unit(finished) for the run udev started for the disk now at /dev/@kname: a name
+    that an earlier disk left "dead" is not this run's end (step k once read the stopped unit
+    of the volume before it, 0.8 s after device_add, and its empty STATUS=)."""
+    appeared = device_appeared_usec(m, kname)
+
+    def this_run_finished(p):
+        return finished(p) and int(p.get("ExecMainStartTimestampMonotonic") or 0) >= appeared
+
+    return wait_unit(m, unit, this_run_finished, "finished (a run started after device_add)",
+                     timeout)
 
 
 def bus_properties(m, vol, as_nobody=False):
@@ -692,7 +705,7 @@ def step_g(m, data):
     m.add_cold_volume(vol.name, vol.serial, vol.size, bps=vol.bps, hotplug=True, data=data)
     vol.kname = m.block_device(vol.serial)
     unit = unit_of(vol)
-    p = wait_unit(m, unit, finished, "finished", 60)
+    p = wait_run_finished(m, vol.kname, unit, 60)
     check("disabled by configuration" in p["StatusText"],
           "%s: first disabled by a drop-in" % unit, repr(p["StatusText"]))
     m.succeed("udevadm settle && mkdir -p /srv/d && mount -o ro /dev/%sp1 /srv/d" % vol.kname)
@@ -1107,7 +1120,7 @@ def _step_k_empty(m, stub, vol):
     t0 = time.monotonic()
     vol.kname = m.block_device(vol.serial)
     unit, helper = unit_of(vol), "ebs-hydrate-aws@%s.service" % vol.kname
-    p = wait_unit(m, unit, finished, "finished", 60)
+    p = wait_run_finished(m, vol.kname, unit, 60)
     vm.log("%s finished %.1f s after device_add (host clock, 1 s polls)"
            % (unit, time.monotonic() - t0))
     read = bytes_read(m, vol.kname)
@@ -1214,7 +1227,7 @@ def _step_k_blocks(m, stub, vol):
         t0 = time.monotonic()
         vol.kname = m.block_device(vol.serial)
         unit, helper = unit_of(vol), "ebs-hydrate-aws@%s.service" % vol.kname
-        p = wait_unit(m, unit, finished, "finished", 60)
+        p = wait_run_finished(m, vol.kname, unit, 60)
         vm.log("%s finished %.1f s after device_add" % (unit, time.monotonic() - t0))
         read = bytes_read(m, vol.kname)
         vm.log_output("journal of %s and %s:" % (helper, unit), m.succeed(
