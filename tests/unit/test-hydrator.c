@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 
 #include "config.h"
 #include "fixtures.h"
+#include "hydrator-internal.h" /* the tuner's pace */
 #include "hydrator.h"
 #include "reader.h"
 #include "siblings.h"
@@ -78,8 +80,13 @@ struct sd_event_source {
 static sd_event_source *timers;
 /* How late every timer fires, as sd-event may within its accuracy and a busy loop does. */
 static uint64_t timer_late;
-/* yield_paces()' device serves at these microseconds past a multiple of 10 ms. */
+/* yield_paces()' device serves at these microseconds past a multiple of 10 ms ... */
 static uint64_t device_phase;
+/* ... one read each this many steps of 10 ms (1: 100 MiB/s), and someone else reads this many
+ * bytes a second from it from 4 s on; and the tuner's pace summed over its last 3 s (bytes). */
+static unsigned device_every = 1;
+static uint64_t their_rate = 25 * MIB;
+static double paced_bytes;
 
 static bool fake_timer(const sd_event_source *s) {
         for (const sd_event_source *t = timers; t; t = t->next)
@@ -303,6 +310,8 @@ static int setup(void **state) {
         hydrate_settings_init(&f->settings);
         fake_now = T0;
         timer_late = device_phase = 0; /* a test that failed left its own */
+        device_every = 1;
+        their_rate = 25 * MIB;
         n_submitted = 0;
         saves = 0;
         drain_complete = n_drains = 0;
@@ -760,16 +769,20 @@ static uint64_t yield_paces(Fixture *f, unsigned *ret_reads, unsigned *ret_times
         unsigned from = 0;
 
         fake_now = T0 + device_phase;
+        paced_bytes = 0;
         new_watched(f);
         assert_int_equal(hydrator_start(f->h, on_finished, f), 0);
         write_disk_stat(f, 0, reader->n_in_flight); /* it counts ours in flight at once */
         for (uint64_t t = fake_now + 10 * USEC_PER_MSEC; t <= T0 + 8 * USEC_PER_SEC;
              t += 10 * USEC_PER_MSEC) {
                 advance_to(t);
-                disk += serve_oldest(t);
+                if ((t - T0 - device_phase) / (10 * USEC_PER_MSEC) % device_every == 0)
+                        disk += serve_oldest(t);
+                if (t > T0 + 5 * USEC_PER_SEC)
+                        paced_bytes += tuner_pace(&f->h->tuner) * 0.01;
                 if (t >= T0 + 4 * USEC_PER_SEC &&
                     (t - T0 - device_phase) % (100 * USEC_PER_MSEC) == 0) {
-                        theirs += 25 * MIB / 10;
+                        theirs += their_rate / 10;
                         if (from == 0)
                                 from = n_submitted;
                 }
@@ -848,6 +861,36 @@ static void test_hydrator_yield_pace_late_timers(void **state) {
         timer_late = 0;
         assert_true(asked <= 188 * MIB + MIB);
         assert_true(asked >= 188 * MIB * 9 / 10);
+}
+
+/*
+ * A pace that is not a whole number of reads a period: the fraction each batch leaves is the
+ * next one's. A device of 33 MiB/s with someone reading 10 MiB/s from it: a pace of about 18
+ * MiB/s, 1.8 reads of 1 MiB a batch. A bucket that held a period's tokens and the catch-up,
+ * not the fraction carried on top, sent 1 and 2 in turn: 15 of the 18.
+ */
+static void test_hydrator_yield_pace_fractions(void **state) {
+        unsigned reads, times;
+        uint64_t asked;
+
+        device_every = 3;
+        their_rate = 10 * MIB;
+        (void)yield_paces(*state, &reads, &times);
+        /* the batches after 5 s, whose tokens are the pace's from 5 s on */
+        asked = 0;
+        for (unsigned i = 0; i < n_submitted; i++)
+                if (submitted[i].usec > T0 + 5 * USEC_PER_SEC)
+                        asked += submitted[i].req.length;
+        if (getenv("TUNER_TRACE"))
+                fprintf(stderr, "asked %.1f MiB, the pace %.1f MiB\n", (double)asked / MIB,
+                        paced_bytes / MIB);
+        assert_true(paced_bytes > 0);
+        /* the pace is not a whole number of reads a batch, nor near one */
+        assert_true(fmod(paced_bytes / (3 * 10 * MIB), 1.0) > 0.2 &&
+                    fmod(paced_bytes / (3 * 10 * MIB), 1.0) < 0.8);
+        assert_true((double)asked >= 0.97 * paced_bytes);
+        /* and the fraction carried, and the pace changing while tokens wait for a batch */
+        assert_true((double)asked <= paced_bytes + 2 * MIB);
 }
 
 /*
@@ -1176,6 +1219,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hydrator_yield_paces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_batches_in_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_yield_pace_late_timers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hydrator_yield_pace_fractions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_are_ours, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hydrator_mapping_reads_stay_the_mappings, setup,
                                         teardown),
