@@ -26,11 +26,11 @@ static double rate_limit(const Hydrator *h, bool *ret_paced) {
  * export nests its requests) never answers a stream of reads spaced closer than its latency
  * until our queue is full; a batch a period apart is answered a latency later, like any
  * device's. The bucket holds a period's tokens on top of what the batch before left (less than
- * a read: it sent all it could), and HYDRATOR_PACE_CATCH_UP_USEC more, so that a timer that
- * fired late (or a loop busy for a moment) costs no pace. A bucket of a period and the catch-up
- * only dropped the fraction of a read each batch carries: at 17.5 MiB/s in 1 MiB reads it sent
- * 2 and 1 in turn, 15 MiB/s, and three siblings behind one cap read 70 of the 77.6 MiB/s their
- * paces allowed.
+ * a read: it sent all it could; a batch the depth cut short keeps a read's more at most), and
+ * HYDRATOR_PACE_CATCH_UP_USEC more, so that a timer that fired late (or a loop busy for a
+ * moment) costs no pace. A bucket of a period and the catch-up only dropped the fraction of a
+ * read each batch carries: at 17.5 MiB/s in 1 MiB reads it sent 2 and 1 in turn, 15 MiB/s, and
+ * three siblings behind one cap read 70 of the 77.6 MiB/s their paces allowed.
  *
  * Batches go out at multiples of the period on the monotonic clock, which every process on the
  * host shares: siblings that are paced send together, and between batches nothing is sent,
